@@ -1,0 +1,495 @@
+"""Cross-event invariants of one response stream, with stable rule ids, and its reassembly.
+
+`ResponseAccumulator` follows one response event by event: it applies the phase tables of
+`state.py`, checks the invariants no single transition can see (sequence numbers, indices, ids,
+deltas adding up to the done text, usage), and rebuilds the output items as it goes, so a load
+client gets the final response and the function calls to answer from the same pass that checks
+them. `StreamAccumulator` splits a connection's events into responses (per lane).
+
+Violations are collected as `Violation(rule_id, level, message)`; `raise_on` decides whose fault
+they are: the server's emitter raises LocalProtocolError, a checker RemoteProtocolError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from harness.protocol.errors import ApiError, ProtocolError
+from harness.protocol.events import (
+    ERROR_PAYLOAD_REQUIRED,
+    EVENT_TYPES,
+    RESPONSE_REQUIRED,
+    STRICT_ITEM_TYPES,
+    TERMINAL_TYPES,
+    Event,
+    missing_fields,
+)
+from harness.protocol.state import ItemPhase, Phase, next_item_phase, next_response_phase
+
+Level = Literal["MUST", "SHOULD", "INFO"]
+
+# Every rule the accumulator can report, with its level and what it means. Rule ids are stable:
+# conformance cases, fault tests and reports refer to them.
+RULES: dict[str, tuple[Level, str]] = {
+    "event.schema": ("MUST", "a known event type carries its required fields with the right types"),
+    "event.unknown_type": ("INFO", "unknown event types pass through (reported, never failed)"),
+    "seq.start": ("MUST", "sequence_number starts at 0 for every response"),
+    "seq.contiguous": ("MUST", "sequence_number increases by exactly 1"),
+    "lifecycle.first_event": ("MUST", "a response starts with response.created"),
+    "lifecycle.order": ("MUST", "events follow the lifecycle grammar of PROTOCOL.md §3.3"),
+    "lifecycle.after_terminal": ("MUST", "nothing follows the response's terminal event"),
+    "response.id_stable": ("MUST", "the response id never changes within a response"),
+    "response.schema": ("MUST", "the Response object has its required members"),
+    "response.status": ("SHOULD", "the terminal's response.status matches the terminal type"),
+    "item.index_order": ("MUST", "output_item.added announces output_index 0, 1, 2, ... in order"),
+    "item.unknown_index": ("MUST", "events refer only to announced output indices"),
+    "item.id_match": ("MUST", "item_id matches the id of the item announced at that index"),
+    "item.grammar": ("MUST", "item events follow the item grammar (added, parts, deltas, done)"),
+    "item.sequential": ("SHOULD", "strict items stream one after another, never interleaved"),
+    "item.done_matches": ("MUST", "output_item.done carries the content the deltas built"),
+    "part.index_order": ("MUST", "content/summary parts are announced 0, 1, 2, ... in order"),
+    "part.unknown_index": ("MUST", "events refer only to announced content/summary indices"),
+    "part.done_matches": ("MUST", "a part's .done carries the text its deltas built"),
+    "text.done_matches_deltas": ("MUST", "the deltas concatenate to the .done text"),
+    "arguments.done_matches_deltas": ("MUST", "argument deltas concatenate to the .done arguments"),
+    "terminal.unfinished_items": ("MUST", "response.completed comes only after every item's done"),
+    "terminal.output_matches": ("MUST", "the terminal response lists the items that were streamed"),
+    "usage.present": ("MUST", "a completed or incomplete response reports usage"),
+    "usage.consistent": ("MUST", "total = input + output tokens; cached <= input"),
+    "error.shape": ("MUST", "error events nest {type, code, message, param} under 'error'"),
+    "failed.error": ("MUST", "response.failed carries response.error {code, message}"),
+    "incomplete.reason": ("MUST", "response.incomplete carries incomplete_details.reason"),
+    "conn.no_interleave": ("MUST", "responses on one lane never interleave (FIFO, one in flight)"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    rule_id: str
+    message: str
+    sequence_number: int | None = None
+
+    @property
+    def level(self) -> Level:
+        return RULES[self.rule_id][0]
+
+
+@dataclass(slots=True)
+class _Part:
+    pieces: list[str] = field(default_factory=list)
+    done_text: str | None = None
+
+
+@dataclass(slots=True)
+class _Item:
+    item_type: str
+    item_id: str | None
+    phase: ItemPhase
+    parts: list[_Part] = field(default_factory=list)  # content parts, or reasoning summaries
+    argument_pieces: list[str] = field(default_factory=list)
+    done_arguments: str | None = None
+    final: dict[str, Any] | None = None
+
+
+_CONTENT_EVENTS = frozenset(
+    {
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.output_text.annotation.added",
+        "response.refusal.delta",
+        "response.refusal.done",
+        "response.content_part.done",
+    }
+)
+_SUMMARY_EVENTS = frozenset(
+    {
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_summary_part.done",
+    }
+)
+
+
+class ResponseAccumulator:
+    """Checks and reassembles the events of one response."""
+
+    def __init__(self, *, raise_on: type[ProtocolError] | None = None) -> None:
+        self.raise_on = raise_on
+        self.violations: list[Violation] = []
+        self.unknown_types: set[str] = set()
+        self.phase = Phase.IDLE
+        self.response: dict[str, Any] | None = None  # latest full Response object seen
+        self.response_id: str | None = None
+        self.error: ApiError | None = None  # an in-response `error` event
+        self.terminal_type: str | None = None
+        self.items: list[_Item] = []
+        self.event_count = 0
+        self._next_seq: int | None = None
+        self._open_item: int | None = None  # index of the strict item currently streaming
+
+    # -- public surface -------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return self.phase is Phase.DONE
+
+    def feed(self, event: Mapping[str, Any]) -> None:
+        self.event_count += 1
+        event_type = event.get("type")
+        if not isinstance(event_type, str):
+            self._violate("event.schema", "event without a string 'type'", event)
+            return
+        spec = EVENT_TYPES.get(event_type)
+        if spec is None:
+            self.unknown_types.add(event_type)
+        else:
+            problems = missing_fields(event, spec.required)
+            if problems:
+                self._violate("event.schema", f"{event_type}: {', '.join(problems)}", event)
+        self._check_sequence(event)
+        if self.phase is Phase.DONE:
+            self._violate("lifecycle.after_terminal", f"{event_type} after the terminal", event)
+            return
+        if event_type == "error":
+            self._on_error(event)
+        elif event_type.startswith("response.") and "response" in event and spec is not None:
+            self._on_lifecycle(event_type, event)
+        elif spec is not None or event_type.startswith("response."):
+            self._on_output(event_type, event)
+
+    def output_items(self) -> list[dict[str, Any]]:
+        """Finished output items, as the stream delivered them in output_item.done."""
+        return [item.final for item in self.items if item.final is not None]
+
+    def function_calls(self) -> list[dict[str, Any]]:
+        return [i for i in self.output_items() if i.get("type") == "function_call"]
+
+    def output_text(self) -> str:
+        return "".join(
+            "".join(part.pieces)
+            for item in self.items
+            if item.item_type == "message"
+            for part in item.parts
+        )
+
+    # -- rules ----------------------------------------------------------------------------
+    def _violate(self, rule_id: str, message: str, event: Mapping[str, Any] | None = None) -> None:
+        seq = event.get("sequence_number") if event is not None else None
+        violation = Violation(rule_id, message, seq if isinstance(seq, int) else None)
+        self.violations.append(violation)
+        if self.raise_on is not None:
+            raise self.raise_on(rule_id, message)
+
+    def _check_sequence(self, event: Mapping[str, Any]) -> None:
+        seq = event.get("sequence_number")
+        if not isinstance(seq, int):
+            return  # a request-level error has none; schema rules report missing ones
+        if self._next_seq is None:
+            if seq != 0:
+                self._violate("seq.start", f"first sequence_number is {seq}, expected 0", event)
+        elif seq != self._next_seq:
+            self._violate(
+                "seq.contiguous", f"sequence_number {seq}, expected {self._next_seq}", event
+            )
+        self._next_seq = seq + 1
+
+    def _advance(self, event_type: str, event: Mapping[str, Any], *, is_output: bool) -> bool:
+        after = next_response_phase(self.phase, event_type, is_output=is_output)
+        if after is None:
+            rule = "lifecycle.first_event" if self.phase is Phase.IDLE else "lifecycle.order"
+            self._violate(rule, f"{event_type} not allowed in phase '{self.phase.value}'", event)
+            return False
+        self.phase = after
+        return True
+
+    def _on_lifecycle(self, event_type: str, event: Mapping[str, Any]) -> None:
+        response = event["response"]
+        if not self._advance(event_type, event, is_output=False):
+            return
+        problems = missing_fields(response, RESPONSE_REQUIRED)
+        if problems:
+            self._violate("response.schema", f"{event_type}: {', '.join(problems)}", event)
+        response_id = response.get("id")
+        if self.response_id is None:
+            self.response_id = response_id
+        elif response_id != self.response_id:
+            self._violate(
+                "response.id_stable", f"id changed from {self.response_id} to {response_id}", event
+            )
+        self.response = response
+        if event_type in TERMINAL_TYPES:
+            self._on_terminal(event_type, response, event)
+
+    def _on_terminal(
+        self, event_type: str, response: Mapping[str, Any], event: Mapping[str, Any]
+    ) -> None:
+        self.terminal_type = event_type
+        status = event_type.removeprefix("response.")
+        if response.get("status") != status:
+            self._violate(
+                "response.status", f"{event_type} with status {response.get('status')!r}", event
+            )
+        if event_type == "response.completed":
+            unfinished = [
+                i for i, item in enumerate(self.items) if item.phase is not ItemPhase.DONE
+            ]
+            if unfinished:
+                self._violate(
+                    "terminal.unfinished_items", f"items {unfinished} not done at completion", event
+                )
+        if event_type in ("response.completed", "response.incomplete"):
+            self._check_output_listing(response, event)
+            self._check_usage(response.get("usage"), event)
+        if event_type == "response.failed":
+            error = response.get("error")
+            if not (isinstance(error, dict) and "code" in error and "message" in error):
+                self._violate(
+                    "failed.error", "response.failed without error {code, message}", event
+                )
+        if event_type == "response.incomplete":
+            details = response.get("incomplete_details")
+            if not (isinstance(details, dict) and isinstance(details.get("reason"), str)):
+                self._violate("incomplete.reason", "no incomplete_details.reason", event)
+
+    def _check_output_listing(self, response: Mapping[str, Any], event: Mapping[str, Any]) -> None:
+        listed = response.get("output")
+        if not isinstance(listed, list):
+            return
+        streamed = [item.item_id for item in self.items if item.final is not None]
+        listed_ids = [i.get("id") for i in listed if isinstance(i, dict)]
+        if [i for i in listed_ids if i in streamed] != streamed:
+            self._violate(
+                "terminal.output_matches", f"output lists {listed_ids}, streamed {streamed}", event
+            )
+
+    def _check_usage(self, usage: Any, event: Mapping[str, Any]) -> None:
+        fields = ("input_tokens", "output_tokens", "total_tokens")
+        if not isinstance(usage, dict) or not all(isinstance(usage.get(f), int) for f in fields):
+            self._violate("usage.present", "usage missing or incomplete", event)
+            return
+        cached = (usage.get("input_tokens_details") or {}).get("cached_tokens", 0)
+        if usage["total_tokens"] != usage["input_tokens"] + usage["output_tokens"] or (
+            isinstance(cached, int) and cached > usage["input_tokens"]
+        ):
+            self._violate("usage.consistent", f"inconsistent usage {usage}", event)
+
+    def _on_error(self, event: Mapping[str, Any]) -> None:
+        payload = event.get("error")
+        if not isinstance(payload, dict) or missing_fields(payload, ERROR_PAYLOAD_REQUIRED):
+            self._violate(
+                "error.shape", "error event without a nested {type, code, message, param}", event
+            )
+        self.error = ApiError.from_event(dict(event))
+        if self.phase is not Phase.IDLE:  # an error inside a response: response.failed must follow
+            self._advance("error", event, is_output=False)
+
+    def _on_output(self, event_type: str, event: Mapping[str, Any]) -> None:
+        if not self._advance(event_type, event, is_output=True):
+            return
+        index = event.get("output_index")
+        if not isinstance(index, int):
+            return  # schema rule already reported it; unknown types without index pass
+        if event_type == "response.output_item.added":
+            self._on_item_added(index, event)
+            return
+        if not 0 <= index < len(self.items):
+            self._violate("item.unknown_index", f"{event_type} for output_index {index}", event)
+            return
+        item = self.items[index]
+        item_id = event.get("item_id")
+        if item_id is not None and item.item_id is not None and item_id != item.item_id:
+            self._violate(
+                "item.id_match", f"item_id {item_id} at index {index} is {item.item_id}", event
+            )
+        self._check_interleaving(index, item, event)
+        after = next_item_phase(item.item_type, item.phase, event_type)
+        if after is None:
+            self._violate(
+                "item.grammar",
+                f"{event_type} not allowed for {item.item_type} item in phase '{item.phase.value}'",
+                event,
+            )
+            return
+        item.phase = after
+        if item.item_type in STRICT_ITEM_TYPES:
+            self._apply_content(item, event_type, event)
+        if event_type == "response.output_item.done":
+            self._on_item_done(item, event)
+
+    def _on_item_added(self, index: int, event: Mapping[str, Any]) -> None:
+        if index != len(self.items):
+            self._violate(
+                "item.index_order", f"output_index {index}, expected {len(self.items)}", event
+            )
+            return
+        raw = event.get("item")
+        item = raw if isinstance(raw, dict) else {}
+        item_type = str(item.get("type", ""))
+        self._check_interleaving(index, None, event)
+        self.items.append(_Item(item_type, item.get("id"), ItemPhase.ADDED))
+        if item_type in STRICT_ITEM_TYPES:
+            self._open_item = index
+
+    def _check_interleaving(self, index: int, item: _Item | None, event: Mapping[str, Any]) -> None:
+        open_index = self._open_item
+        if open_index is None or open_index == index:
+            return
+        if self.items[open_index].phase is not ItemPhase.DONE and (
+            item is None or item.item_type in STRICT_ITEM_TYPES
+        ):
+            self._violate(
+                "item.sequential", f"output_index {index} while {open_index} is still open", event
+            )
+
+    def _apply_content(self, item: _Item, event_type: str, event: Mapping[str, Any]) -> None:
+        if event_type in ("response.content_part.added", "response.reasoning_summary_part.added"):
+            key = (
+                "content_index" if event_type == "response.content_part.added" else "summary_index"
+            )
+            if event.get(key) != len(item.parts):
+                self._violate(
+                    "part.index_order", f"{key} {event.get(key)}, expected {len(item.parts)}", event
+                )
+            item.parts.append(_Part())
+        elif event_type in _CONTENT_EVENTS or event_type in _SUMMARY_EVENTS:
+            key = "content_index" if event_type in _CONTENT_EVENTS else "summary_index"
+            part_index = event.get(key)
+            if not isinstance(part_index, int) or not 0 <= part_index < len(item.parts):
+                self._violate("part.unknown_index", f"{event_type} for {key} {part_index}", event)
+                return
+            self._apply_part_event(item.parts[part_index], event_type, event)
+        elif event_type == "response.function_call_arguments.delta":
+            item.argument_pieces.append(str(event.get("delta", "")))
+        elif event_type == "response.function_call_arguments.done":
+            item.done_arguments = str(event.get("arguments", ""))
+            if item.argument_pieces and "".join(item.argument_pieces) != item.done_arguments:
+                self._violate(
+                    "arguments.done_matches_deltas", "arguments differ from their deltas", event
+                )
+
+    def _apply_part_event(self, part: _Part, event_type: str, event: Mapping[str, Any]) -> None:
+        if event_type.endswith(".delta"):
+            part.pieces.append(str(event.get("delta", "")))
+        elif event_type.endswith("_part.done") or event_type == "response.content_part.done":
+            raw = event.get("part")
+            text = _part_text(raw if isinstance(raw, dict) else {})
+            if part.done_text is not None and text != part.done_text:
+                self._violate("part.done_matches", "part text differs from the .done text", event)
+        elif event_type.endswith(".done"):
+            text = event.get("text", event.get("refusal", ""))
+            part.done_text = str(text)
+            if "".join(part.pieces) != part.done_text:
+                self._violate(
+                    "text.done_matches_deltas", "deltas do not add up to the .done text", event
+                )
+
+    def _on_item_done(self, item: _Item, event: Mapping[str, Any]) -> None:
+        raw = event.get("item")
+        final = raw if isinstance(raw, dict) else {}
+        item.final = final
+        if item.item_type not in STRICT_ITEM_TYPES:
+            return
+        if final.get("id") != item.item_id:
+            self._violate(
+                "item.id_match", f"done item id {final.get('id')} != {item.item_id}", event
+            )
+        if item.item_type == "function_call":
+            if final.get("arguments") != item.done_arguments:
+                self._violate(
+                    "item.done_matches", "done item arguments differ from the stream", event
+                )
+            return
+        key = "content" if item.item_type == "message" else "summary"
+        parts = final.get(key)
+        texts = (
+            [_part_text(p) for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+        )
+        streamed = [
+            p.done_text if p.done_text is not None else "".join(p.pieces) for p in item.parts
+        ]
+        if texts != streamed:
+            self._violate(
+                "item.done_matches", f"done item {key} differs from the streamed parts", event
+            )
+
+
+def _part_text(part: Mapping[str, Any]) -> str:
+    text = part.get("text", part.get("refusal", ""))
+    return text if isinstance(text, str) else ""
+
+
+@dataclass(slots=True)
+class RequestError:
+    """An `error` that belongs to no running response: the request was refused."""
+
+    error: ApiError
+    event: Event
+    stream_id: str | None
+
+
+class StreamAccumulator:
+    """Splits one connection's event stream into responses, per lane (`stream_id`).
+
+    Within a lane responses never interleave (PROTOCOL.md §5.2); a `response.created` while the
+    lane's previous response is unfinished is reported as `conn.no_interleave`.
+    """
+
+    def __init__(
+        self,
+        *,
+        raise_on: type[ProtocolError] | None = None,
+        on_response: Callable[[ResponseAccumulator], None] | None = None,
+    ) -> None:
+        self.raise_on = raise_on
+        self.on_response = on_response
+        self.current: dict[str | None, ResponseAccumulator] = {}
+        self.finished: list[ResponseAccumulator] = []
+        self.request_errors: list[RequestError] = []
+        self.violations: list[Violation] = []
+
+    def feed(self, event: Mapping[str, Any]) -> ResponseAccumulator | RequestError | None:
+        """Route one event; returns the response it belongs to, or the request error."""
+        lane = event.get("stream_id") if isinstance(event.get("stream_id"), str) else None
+        active = self.current.get(lane)
+        event_type = event.get("type")
+        if event_type == "error" and (
+            active is None or not isinstance(event.get("sequence_number"), int)
+        ):
+            request_error = RequestError(ApiError.from_event(dict(event)), dict(event), lane)
+            payload = event.get("error")
+            if not isinstance(payload, dict) or missing_fields(payload, ERROR_PAYLOAD_REQUIRED):
+                self._violate(
+                    "error.shape", "error event without a nested {type, code, message, param}"
+                )
+            self.request_errors.append(request_error)
+            return request_error
+        if event_type in ("response.created", "response.queued") and active is not None:
+            if (
+                not active.done
+                and event_type == "response.created"
+                and active.phase is not Phase.QUEUED
+            ):
+                self._violate("conn.no_interleave", "response.created before the previous terminal")
+            if active.done or active.phase is not Phase.QUEUED:
+                active = None
+        if active is None:
+            active = ResponseAccumulator(raise_on=self.raise_on)
+            self.current[lane] = active
+        active.feed(event)
+        if active.done:
+            del self.current[lane]
+            self.finished.append(active)
+            if self.on_response is not None:
+                self.on_response(active)
+        return active
+
+    def _violate(self, rule_id: str, message: str) -> None:
+        self.violations.append(Violation(rule_id, message))
+        if self.raise_on is not None:
+            raise self.raise_on(rule_id, message)
+
+    def all_violations(self) -> Iterator[Violation]:
+        yield from self.violations
+        for response in (*self.finished, *self.current.values()):
+            yield from response.violations

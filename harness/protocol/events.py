@@ -1,0 +1,127 @@
+"""The event vocabulary: every server event type wsmode knows, with its required fields.
+
+`EVENT_TYPES` is the single table both sides use: the reference server's emitter checks its own
+events against it, and the conformance checker checks a target's. Unknown event types are legal
+(PROTOCOL.md §9: new types keep appearing) and are reported, never rejected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+Event = dict[str, Any]
+
+# JSON kinds a required field may take; `None` in a tuple means JSON null is allowed.
+_STR = (str,)
+_INT = (int,)
+_OBJ = (dict,)
+_LIST = (list,)
+_STR_OR_NULL = (str, type(None))
+_OBJ_OR_NULL = (dict, type(None))
+
+
+@dataclass(frozen=True, slots=True)
+class EventSpec:
+    name: str
+    required: Mapping[str, tuple[type, ...]]
+
+
+def _spec(event_type: str, **required: tuple[type, ...]) -> EventSpec:
+    return EventSpec(event_type, {"sequence_number": _INT, **required})
+
+
+_ITEM = {"output_index": _INT, "item_id": _STR}
+_PART = {**_ITEM, "content_index": _INT}
+_SUMMARY = {**_ITEM, "summary_index": _INT}
+
+LIFECYCLE_TYPES: Final = (
+    "response.created",
+    "response.queued",
+    "response.in_progress",
+    "response.completed",
+    "response.failed",
+    "response.incomplete",
+)
+TERMINAL_TYPES: Final = frozenset({"response.completed", "response.failed", "response.incomplete"})
+
+EVENT_TYPES: Final[Mapping[str, EventSpec]] = {
+    spec.name: spec
+    for spec in (
+        *(_spec(t, response=_OBJ) for t in LIFECYCLE_TYPES),
+        _spec("response.output_item.added", output_index=_INT, item=_OBJ),
+        _spec("response.output_item.done", output_index=_INT, item=_OBJ),
+        _spec("response.content_part.added", **_PART, part=_OBJ),
+        _spec("response.content_part.done", **_PART, part=_OBJ),
+        _spec("response.output_text.delta", **_PART, delta=_STR, logprobs=_LIST),
+        _spec("response.output_text.done", **_PART, text=_STR, logprobs=_LIST),
+        _spec(
+            "response.output_text.annotation.added",
+            **_PART,
+            annotation_index=_INT,
+            annotation=_OBJ,
+        ),
+        _spec("response.refusal.delta", **_PART, delta=_STR),
+        _spec("response.refusal.done", **_PART, refusal=_STR),
+        _spec("response.function_call_arguments.delta", **_ITEM, delta=_STR),
+        _spec("response.function_call_arguments.done", **_ITEM, arguments=_STR),
+        _spec("response.custom_tool_call_input.delta", **_ITEM, delta=_STR),
+        _spec("response.custom_tool_call_input.done", **_ITEM, input=_STR),
+        _spec("response.reasoning_summary_part.added", **_SUMMARY, part=_OBJ),
+        _spec("response.reasoning_summary_part.done", **_SUMMARY, part=_OBJ),
+        _spec("response.reasoning_summary_text.delta", **_SUMMARY, delta=_STR),
+        _spec("response.reasoning_summary_text.done", **_SUMMARY, text=_STR),
+        _spec("response.reasoning_text.delta", **_PART, delta=_STR),
+        _spec("response.reasoning_text.done", **_PART, text=_STR),
+        # `error` carries sequence_number only when it belongs to a running response.
+        EventSpec("error", {"error": _OBJ}),
+    )
+}
+
+# Required members of the Response object (OpenAPI `Response`, PROTOCOL.md §3.4).
+RESPONSE_REQUIRED: Final[Mapping[str, tuple[type, ...]]] = {
+    "id": _STR,
+    "object": _STR,
+    "created_at": (int, float),
+    "model": _STR,
+    "output": _LIST,
+    "error": _OBJ_OR_NULL,
+    "incomplete_details": _OBJ_OR_NULL,
+    "instructions": (str, list, type(None)),
+    "metadata": _OBJ_OR_NULL,
+    "parallel_tool_calls": (bool,),
+    "temperature": (int, float, type(None)),
+    "top_p": (int, float, type(None)),
+    "tool_choice": (str, dict),
+    "tools": _LIST,
+}
+
+ERROR_PAYLOAD_REQUIRED: Final[Mapping[str, tuple[type, ...]]] = {
+    "type": _STR,
+    "code": _STR_OR_NULL,
+    "message": _STR,
+    "param": _STR_OR_NULL,
+}
+
+# Item types whose event grammar wsmode checks strictly (PROTOCOL.md §9: others leniently).
+STRICT_ITEM_TYPES: Final = frozenset({"message", "function_call", "reasoning"})
+
+
+def missing_fields(
+    payload: Mapping[str, Any], required: Mapping[str, tuple[type, ...]]
+) -> list[str]:
+    """Names of required members that are absent or of the wrong JSON kind, as readable text."""
+    problems: list[str] = []
+    for name, kinds in required.items():
+        if name not in payload:
+            problems.append(f"missing '{name}'")
+        elif not isinstance(payload[name], kinds) or (
+            isinstance(payload[name], bool) and bool not in kinds
+        ):
+            problems.append(f"'{name}' has the wrong type")
+    return problems
+
+
+def is_terminal(event: Mapping[str, Any]) -> bool:
+    return event.get("type") in TERMINAL_TYPES

@@ -1,0 +1,238 @@
+"""Client events: parsing a `response.create` (WS frame or HTTP body) into a typed request.
+
+Field rules follow PROTOCOL.md §2.1: body fields sit flat beside `type`; `stream` is accepted and
+ignored over WebSocket; `background:true` is refused there; unknown fields (`client_metadata`, ...)
+are tolerated; `generate:false` asks for a warm-up; `input: []` is fine with a previous id.
+Item-level validation is the server pipeline's job (it is incremental); this module checks the
+request's own shape and raises `InvalidRequest` carrying the protocol error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from harness.protocol import errors
+from harness.protocol.errors import ApiError
+
+Transport = Literal["ws", "http"]
+
+STREAM_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
+CLIENT_EVENT_TYPES = frozenset({"response.create"})
+_TOOL_CHOICE_MODES = frozenset({"auto", "none", "required"})
+# Our extension namespace: scripted output and per-request seed (reference server only).
+EXTENSION_FIELD = "wsmode"
+
+
+class InvalidRequest(Exception):
+    def __init__(self, error: ApiError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class CreateRequest:
+    model: str
+    input: tuple[dict[str, Any], ...]
+    instructions: str | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+    tool_choice: str | dict[str, Any] = "auto"
+    parallel_tool_calls: bool = True
+    previous_response_id: str | None = None
+    store: bool = True
+    generate: bool = True
+    stream: bool = False
+    max_output_tokens: int | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    reasoning_effort: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stream_id: str | None = None
+    include_obfuscation: bool = True
+    script: tuple[dict[str, Any], ...] | None = None  # wsmode extension: dictated output
+    seed: int | None = None  # wsmode extension
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def _fail(message: str, param: str | None, code: str | None = None) -> InvalidRequest:
+    return InvalidRequest(errors.invalid_request(message, param=param, code=code))
+
+
+def _expect(body: Mapping[str, Any], name: str, kinds: tuple[type, ...], what: str) -> Any:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise _fail(f"Invalid type for '{name}': expected {what}.", name, "invalid_type")
+    return value
+
+
+def normalize_input(value: Any) -> tuple[dict[str, Any], ...]:
+    """`input` as a tuple of item dicts: a bare string is one user message."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return ({"type": "message", "role": "user", "content": value},)
+    if not isinstance(value, list):
+        raise _fail(
+            "Invalid type for 'input': expected a string or an array.", "input", "invalid_type"
+        )
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise _fail(
+                f"Invalid type for 'input[{index}]': expected an object.",
+                f"input[{index}]",
+                "invalid_type",
+            )
+    return tuple(value)
+
+
+def _tools(value: Any) -> tuple[dict[str, Any], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _fail("Invalid type for 'tools': expected an array.", "tools", "invalid_type")
+    for index, tool in enumerate(value):
+        param = f"tools[{index}]"
+        if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
+            raise _fail(
+                f"Invalid value for '{param}': expected a tool object with a 'type'.", param
+            )
+        if tool["type"] == "function":
+            name = tool.get("name")
+            if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
+                raise _fail(
+                    f"Invalid value for '{param}.name': a function name is required.",
+                    f"{param}.name",
+                )
+            parameters = tool.get("parameters")
+            if parameters is not None and not isinstance(parameters, dict):
+                raise _fail(
+                    f"Invalid type for '{param}.parameters': expected an object.",
+                    f"{param}.parameters",
+                )
+    return tuple(value)
+
+
+def _tool_choice(value: Any, tools: tuple[dict[str, Any], ...]) -> str | dict[str, Any]:
+    if value is None:
+        return "auto"
+    if isinstance(value, str):
+        if value not in _TOOL_CHOICE_MODES:
+            raise _fail(f"Invalid value for 'tool_choice': '{value[:64]}'.", "tool_choice")
+        return value
+    if isinstance(value, dict) and value.get("type") == "function":
+        names = {t.get("name") for t in tools if t.get("type") == "function"}
+        if value.get("name") not in names:
+            raise _fail(
+                "Invalid value for 'tool_choice': no function tool with that name in 'tools'.",
+                "tool_choice",
+            )
+        return value
+    raise _fail("Invalid value for 'tool_choice'.", "tool_choice")
+
+
+def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequest:
+    """Validate one `response.create` payload (WS frame without `type`, or HTTP body)."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise _fail("Missing required parameter: 'model'.", "model", "missing_required_parameter")
+    if transport == "ws" and body.get("background"):
+        raise _fail(
+            "Background mode is not supported over WebSocket.",
+            "background",
+            "unsupported_parameter",
+        )
+    previous = _expect(body, "previous_response_id", (str,), "a string")
+    items = normalize_input(body.get("input"))
+    generate = _expect(body, "generate", (bool,), "a boolean")
+    if not items and previous is None and generate is not False:
+        raise _fail("Missing required parameter: 'input'.", "input", "missing_required_parameter")
+    stream_id = body.get("stream_id")
+    if stream_id is not None and (
+        not isinstance(stream_id, str) or not STREAM_ID_PATTERN.match(stream_id)
+    ):
+        raise InvalidRequest(
+            errors.invalid_request(
+                "Invalid 'stream_id': expected 1-256 characters of A-Z, a-z, 0-9, '_', '.', '-'.",
+                param="stream_id",
+                code="invalid_stream_id",
+            )
+        )
+    max_output = _expect(body, "max_output_tokens", (int,), "an integer")
+    if max_output is not None and max_output < 1:
+        raise _fail(
+            "Invalid 'max_output_tokens': expected a positive integer.", "max_output_tokens"
+        )
+    metadata = _expect(body, "metadata", (dict,), "an object") or {}
+    if len(metadata) > 16 or not all(
+        isinstance(k, str) and isinstance(v, str) and len(k) <= 64 and len(v) <= 512
+        for k, v in metadata.items()
+    ):
+        raise _fail(
+            "Invalid 'metadata': at most 16 string pairs (keys <= 64, values <= 512 chars).",
+            "metadata",
+        )
+    reasoning = _expect(body, "reasoning", (dict,), "an object") or {}
+    stream_options = _expect(body, "stream_options", (dict,), "an object") or {}
+    extension = _expect(body, EXTENSION_FIELD, (dict,), "an object") or {}
+    script = extension.get("script")
+    if script is not None and not (
+        isinstance(script, list) and all(isinstance(s, dict) for s in script)
+    ):
+        raise _fail(
+            "Invalid 'wsmode.script': expected an array of output item objects.", "wsmode.script"
+        )
+    seed = extension.get("seed")
+    tools = _tools(body.get("tools"))
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise _fail(
+            "Invalid type for 'instructions': expected a string.", "instructions", "invalid_type"
+        )
+    return CreateRequest(
+        model=model,
+        input=items,
+        instructions=instructions,
+        tools=tools,
+        tool_choice=_tool_choice(body.get("tool_choice"), tools),
+        parallel_tool_calls=_expect(body, "parallel_tool_calls", (bool,), "a boolean") is not False,
+        previous_response_id=previous,
+        store=_expect(body, "store", (bool,), "a boolean") is not False,
+        generate=generate is not False,
+        stream=bool(body.get("stream")),
+        max_output_tokens=max_output,
+        metadata=dict(metadata),
+        reasoning_effort=reasoning.get("effort")
+        if isinstance(reasoning.get("effort"), str)
+        else None,
+        temperature=_expect(body, "temperature", (int, float), "a number"),
+        top_p=_expect(body, "top_p", (int, float), "a number"),
+        stream_id=stream_id,
+        include_obfuscation=stream_options.get("include_obfuscation") is not False,
+        script=tuple(script) if script is not None else None,
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        raw=dict(body),
+    )
+
+
+def parse_client_event(message: Any) -> tuple[str, dict[str, Any]]:
+    """Split a decoded WS frame into (type, body); refuses what is not a known client event."""
+    if not isinstance(message, dict):
+        raise InvalidRequest(
+            errors.invalid_request("Expected a JSON object.", code="invalid_event")
+        )
+    event_type = message.get("type")
+    if not isinstance(event_type, str):
+        raise _fail("Missing required parameter: 'type'.", "type", "missing_required_parameter")
+    if event_type not in CLIENT_EVENT_TYPES:
+        raise InvalidRequest(errors.unsupported_event_type(event_type))
+    body = {k: v for k, v in message.items() if k != "type"}
+    return event_type, body
+
+
+def create_event(**fields: Any) -> dict[str, Any]:
+    """A `response.create` client event: fields flat beside `type` (what clients send)."""
+    return {"type": "response.create", **{k: v for k, v in fields.items() if v is not None}}

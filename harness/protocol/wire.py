@@ -1,0 +1,142 @@
+"""Strict JSON for the wire: the traps of `json.loads` turned into one clear error type.
+
+Measured traps (RELIABILITY.md §1): nesting >= 1000 raises RecursionError, huge ints raise a plain
+ValueError, NaN/Infinity and duplicate keys are silently accepted, and a lone surrogate breaks a
+later `ensure_ascii=False` echo. Every one of them becomes `WireFormatError` here, so callers
+turn bad frames into one protocol error instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_MAX_DEPTH = 64
+# Python refuses ints over 4300 digits; we refuse far earlier: no protocol field needs more.
+DEFAULT_MAX_INT_DIGITS = 64
+
+
+class WireFormatError(ValueError):
+    """A frame or body that is not acceptable JSON; `code` is the protocol error code."""
+
+    def __init__(self, message: str, code: str = "invalid_json") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class JsonLimits:
+    max_depth: int = DEFAULT_MAX_DEPTH
+    max_int_digits: int = DEFAULT_MAX_INT_DIGITS
+
+
+def _reject_constant(name: str) -> Any:
+    raise WireFormatError(f"Invalid JSON: {name} is not a valid JSON value.")
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise WireFormatError(f"Invalid JSON: duplicate key '{_printable(key)}'.")
+            seen.add(key)
+    return obj
+
+
+def _printable(text: str, limit: int = 64) -> str:
+    clipped = text[:limit]
+    return clipped.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _check_depth_and_strings(value: Any, max_depth: int) -> None:
+    """Iterative walk: depth bound and lone surrogates (recursion would hit the same trap)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            if depth > max_depth:
+                raise WireFormatError(f"Invalid JSON: nesting deeper than {max_depth} levels.")
+            for key, child in node.items():
+                _check_string(key)
+                stack.append((child, depth + 1))
+        elif isinstance(node, list):
+            if depth > max_depth:
+                raise WireFormatError(f"Invalid JSON: nesting deeper than {max_depth} levels.")
+            stack.extend((child, depth + 1) for child in node)
+        elif isinstance(node, str):
+            _check_string(node)
+
+
+def _check_string(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise WireFormatError("Invalid JSON: string contains a lone surrogate.") from None
+
+
+def _nesting_prescan(text: str, max_depth: int) -> None:
+    """Bound nesting before parsing: json's C parser recurses and would overflow first."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise WireFormatError(f"Invalid JSON: nesting deeper than {max_depth} levels.")
+        elif char in "]}":
+            depth -= 1
+
+
+def loads(text: str | bytes, limits: JsonLimits = JsonLimits()) -> Any:
+    """Parse one JSON document under `limits`; raises WireFormatError, never anything else."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise WireFormatError("Invalid JSON: payload is not valid UTF-8.") from None
+    # The scan is only needed when brackets could exceed the bound at all.
+    if text.count("[") + text.count("{") > limits.max_depth:
+        _nesting_prescan(text, limits.max_depth)
+
+    def parse_int(literal: str) -> int:
+        if len(literal.lstrip("-")) > limits.max_int_digits:
+            raise WireFormatError(
+                f"Invalid JSON: integer longer than {limits.max_int_digits} digits."
+            )
+        return int(literal)
+
+    try:
+        value = json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_int=parse_int,
+            object_pairs_hook=_unique_object,
+        )
+    except WireFormatError:
+        raise
+    except json.JSONDecodeError as exc:
+        raise WireFormatError(
+            f"Invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}."
+        ) from None
+    except (ValueError, RecursionError):
+        raise WireFormatError("Invalid JSON: the payload could not be parsed.") from None
+    _check_depth_and_strings(value, limits.max_depth)
+    return value
+
+
+def dumps(value: Any) -> str:
+    """Serialize compactly; ASCII-only output so no peer ever sees a raw surrogate."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=True)

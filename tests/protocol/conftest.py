@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.protocol.emitter import ResponseEmitter
+
+
+def base_response(response_id: str = "resp_1") -> dict[str, Any]:
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "model": "m",
+        "output": [],
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "temperature": None,
+        "top_p": None,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+
+
+USAGE = {
+    "input_tokens": 10,
+    "input_tokens_details": {"cached_tokens": 4},
+    "output_tokens": 3,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 13,
+}
+
+
+def full_stream(response_id: str = "resp_1") -> list[dict[str, Any]]:
+    """A legal response with reasoning, a message and a function call."""
+    emitter = ResponseEmitter(base_response(response_id), self_check=False)
+    events = [emitter.created(), emitter.in_progress()]
+    events += emitter.begin_reasoning("rs_1")
+    events.append(emitter.summary_delta("think"))
+    events += emitter.end_reasoning()
+    events += emitter.begin_message("msg_1")
+    events += [emitter.text_delta("Hel"), emitter.text_delta("lo")]
+    events += emitter.end_message()
+    events += emitter.begin_function_call("fc_1", "call_1", "read_file")
+    events += [emitter.arguments_delta('{"path":'), emitter.arguments_delta('"a.py"}')]
+    events += emitter.end_function_call()
+    events.append(emitter.completed(USAGE, completed_at=1_700_000_001))
+    return events
+
+
+@pytest.fixture
+def stream() -> list[dict[str, Any]]:
+    return full_stream()

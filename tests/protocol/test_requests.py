@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.protocol.requests import InvalidRequest, parse_client_event, parse_create
+
+
+def error_of(body: dict[str, Any], transport: str = "ws") -> tuple[str | None, str | None]:
+    with pytest.raises(InvalidRequest) as info:
+        parse_create(body, transport=transport)  # type: ignore[arg-type]
+    return info.value.error.code, info.value.error.param
+
+
+def test_flat_create_with_tolerated_and_ignored_fields() -> None:
+    request = parse_create(
+        {
+            "model": "m",
+            "input": "hi",
+            "stream": True,
+            "client_metadata": {"x": "y"},
+            "store": False,
+        },
+        transport="ws",
+    )
+    assert request.input == ({"type": "message", "role": "user", "content": "hi"},)
+    assert request.store is False and request.generate is True
+
+
+def test_warmup_and_empty_continuation_are_accepted() -> None:
+    assert (
+        parse_create({"model": "m", "input": [], "generate": False}, transport="ws").generate
+        is False
+    )
+    assert (
+        parse_create(
+            {"model": "m", "input": [], "previous_response_id": "resp_1"}, transport="ws"
+        ).input
+        == ()
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"input": "x"}, ("missing_required_parameter", "model")),
+        ({"model": "m", "input": "x", "background": True}, ("unsupported_parameter", "background")),
+        ({"model": "m"}, ("missing_required_parameter", "input")),
+        ({"model": "m", "input": 3}, ("invalid_type", "input")),
+        ({"model": "m", "input": "x", "stream_id": ""}, ("invalid_stream_id", "stream_id")),
+        ({"model": "m", "input": "x", "stream_id": "a b"}, ("invalid_stream_id", "stream_id")),
+        ({"model": "m", "input": "x", "max_output_tokens": 0}, (None, "max_output_tokens")),
+        ({"model": "m", "input": "x", "tool_choice": "sometimes"}, (None, "tool_choice")),
+        (
+            {"model": "m", "input": "x", "tool_choice": {"type": "function", "name": "f"}},
+            (None, "tool_choice"),
+        ),
+        ({"model": "m", "input": "x", "store": "yes"}, ("invalid_type", "store")),
+    ],
+)
+def test_bad_requests_name_the_parameter(
+    body: dict[str, Any], expected: tuple[str | None, str]
+) -> None:
+    assert error_of(body) == expected
+
+
+def test_background_is_fine_over_http() -> None:
+    assert (
+        parse_create({"model": "m", "input": "x", "background": True}, transport="http").model
+        == "m"
+    )
+
+
+@pytest.mark.parametrize("message", [[], "x", {"type": 3}, {"type": "response.cancel"}])
+def test_client_event_errors(message: Any) -> None:
+    with pytest.raises(InvalidRequest) as info:
+        parse_client_event(message)
+    assert info.value.error.status == 400
