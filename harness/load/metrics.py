@@ -66,22 +66,40 @@ class LatencyHistogram:
         return int(self._hist.get_total_count())
 
     def percentile_ms(self, p: float) -> float:
-        """The value at percentile `p` (0..100); 0.0 for an empty histogram."""
-        if not 0.0 <= p <= 100.0:
-            raise ValueError(f"percentile must be within 0..100, got {p}")
-        if not self.count:
-            return 0.0
-        return int(self._hist.get_value_at_percentile(p)) / 1000.0
+        """The value at percentile `p` (0..100); 0.0 for an empty histogram.
+
+        HdrHistogram semantics: the highest value equivalent (at 3 digits) to the sample at
+        rank round(p/100 * count), so p100 is the max and p0 the min.
+        """
+        return self.percentiles_ms([p])[float(p)]
 
     def percentiles_ms(self, ps: tuple[float, ...] | list[float]) -> dict[float, float]:
         """Several percentiles in one pass over the counts."""
         for p in ps:
             if not 0.0 <= p <= 100.0:
                 raise ValueError(f"percentile must be within 0..100, got {p}")
-        if not self.count:
+        total = self.count
+        if not total:
             return {float(p): 0.0 for p in ps}
-        values = self._hist.get_percentile_to_value_dict(list(ps))
-        return {float(p): int(values[p]) / 1000.0 for p in ps}
+        h = self._hist
+        buckets = self._nonzero()
+        out: dict[float, float] = {}
+        for p in sorted(set(ps)):
+            target = max(1, int(p * total / 100.0 + 0.5))
+            running = 0
+            for index, count in buckets:
+                running += count
+                if running >= target:
+                    value = h.get_value_from_index(index)
+                    if p:
+                        value = h.get_highest_equivalent_value(value)
+                    else:
+                        value = h.get_lowest_equivalent_value(value)
+                    out[float(p)] = int(value) / 1000.0
+                    break
+            else:  # unreachable: counts add up to total
+                out[float(p)] = self.max_ms
+        return {float(p): out[float(p)] for p in ps}
 
     @property
     def min_ms(self) -> float:
@@ -93,12 +111,32 @@ class LatencyHistogram:
 
     @property
     def mean_ms(self) -> float:
-        return float(self._hist.get_mean_value()) / 1000.0 if self.count else 0.0
+        """Mean of the bucket midpoints (HdrHistogram's definition), in ms."""
+        total = self.count
+        if not total:
+            return 0.0
+        h = self._hist
+        acc = 0
+        for index, count in self._nonzero():
+            acc += count * int(h._hdr_median_equiv_value(h.get_value_from_index(index)))
+        return acc / total / 1000.0
 
     def recorded_ms(self) -> Iterator[tuple[float, int]]:
         """(value_ms, count) for every non-empty bucket, ascending (for CDF plots)."""
-        for item in self._hist.get_recorded_iterator():
-            yield int(item.value_iterated_to) / 1000.0, int(item.count_at_value_iterated_to)
+        h = self._hist
+        for index, count in self._nonzero():
+            value = h.get_highest_equivalent_value(h.get_value_from_index(index))
+            yield int(value) / 1000.0, int(count)
+
+    def _nonzero(self) -> list[tuple[int, int]]:
+        """(counts index, count) of the non-empty buckets: one C-level copy, then Python.
+
+        hdrh's own iterators step through all ~21,000 buckets in Python (~150 ms per mean);
+        reading the counts array once is ~100x faster and gives the same values.
+        """
+        h = self._hist
+        n = min(int(h.counts_len), int(h.encoder.payload.counts_len))  # decoded may be shorter
+        return [(i, int(c)) for i, c in enumerate(h.counts[:n]) if c]
 
     def summary(self) -> dict[str, float | int]:
         """count, p50, p90, p99, mean, min, max (ms) and out_of_range."""

@@ -135,3 +135,20 @@ def test_metric_set_reads_a_results_mode_entry() -> None:
         MetricSet.from_dict({})
     with pytest.raises(ValueError, match="'ttft_ms'"):
         MetricSet.decode({"ttft_ms": "###"})
+
+
+def test_fast_readers_agree_with_hdrh_own_iterators() -> None:
+    h = LatencyHistogram()
+    for v in _values(11, 3000):
+        h.record_ms(v)
+    for hist in (h, LatencyHistogram.decode(h.encode())):
+        raw = hist._hist
+        for p in (0, 0.1, 1, 25, 50, 90, 99, 99.9, 100):
+            assert hist.percentile_ms(p) == raw.get_value_at_percentile(p) / 1000.0
+        assert hist.mean_ms == pytest.approx(raw.get_mean_value() / 1000.0, rel=1e-12)
+        expected = [
+            (item.value_iterated_to / 1000.0, item.count_at_value_iterated_to)
+            for item in raw.get_recorded_iterator()
+        ]
+        assert list(hist.recorded_ms()) == expected
+        assert sum(c for _, c in hist.recorded_ms()) == 3000
