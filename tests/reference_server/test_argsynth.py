@@ -131,8 +131,27 @@ def test_the_validator_itself_rejects_bad_values() -> None:
 # -- hypothesis strategy for schemas of the subset ---------------------------------------------
 
 names = st.sampled_from(
-    ["path", "file_path", "command", "cmd", "url", "query", "content", "name", "count", "flag",
-     "description", "timeout_ms", "line", "workdir", "items", "mode", "language", "x", "y"]
+    [
+        "path",
+        "file_path",
+        "command",
+        "cmd",
+        "url",
+        "query",
+        "content",
+        "name",
+        "count",
+        "flag",
+        "description",
+        "timeout_ms",
+        "line",
+        "workdir",
+        "items",
+        "mode",
+        "language",
+        "x",
+        "y",
+    ]
 )
 
 
@@ -332,12 +351,22 @@ def test_length_and_numeric_bounds_are_honoured_at_the_edges() -> None:
 def test_local_refs_and_all_of_are_resolved() -> None:
     schema = {
         "type": "object",
-        "$defs": {"Edit": {"type": "object", "properties": {"line": {"type": "integer"}},
-                           "required": ["line"], "additionalProperties": False}},
+        "$defs": {
+            "Edit": {
+                "type": "object",
+                "properties": {"line": {"type": "integer"}},
+                "required": ["line"],
+                "additionalProperties": False,
+            }
+        },
         "properties": {
             "edits": {"type": "array", "items": {"$ref": "#/$defs/Edit"}, "minItems": 2},
-            "opts": {"allOf": [{"type": "object", "properties": {"a": {"type": "boolean"}}},
-                               {"required": ["a"]}]},
+            "opts": {
+                "allOf": [
+                    {"type": "object", "properties": {"a": {"type": "boolean"}}},
+                    {"required": ["a"]},
+                ]
+            },
         },
         "required": ["edits", "opts"],
     }
@@ -363,14 +392,23 @@ def test_empty_or_missing_parameters_give_empty_arguments() -> None:
     "schema",
     [
         {"type": "object", "properties": {}, "required": ["x"], "additionalProperties": False},
-        {"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 4}},
-         "required": ["n"]},
-        {"type": "object", "properties": {"s": {"type": "string", "minLength": 3,
-                                                "maxLength": 2}}, "required": ["s"]},
+        {
+            "type": "object",
+            "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 4}},
+            "required": ["n"],
+        },
+        {
+            "type": "object",
+            "properties": {"s": {"type": "string", "minLength": 3, "maxLength": 2}},
+            "required": ["s"],
+        },
         {"type": "object", "properties": {"e": {"enum": []}}, "required": ["e"]},
         {"type": "object", "properties": {"f": False}, "required": ["f"]},
-        {"type": "object", "properties": {"r": {"$ref": "https://example.com/x"}},
-         "required": ["r"]},
+        {
+            "type": "object",
+            "properties": {"r": {"$ref": "https://example.com/x"}},
+            "required": ["r"],
+        },
         {"type": "string"},
     ],
 )

@@ -133,7 +133,11 @@ def test_infinite_rate_and_empty_schedules() -> None:
 )
 def test_invalid_schedules_are_rejected(kwargs: dict[str, float]) -> None:
     args: dict[str, float] = {
-        "start_s": 0.0, "ttft_s": 0.0, "tokens_per_s": 1.0, "total_tokens": 1, **kwargs
+        "start_s": 0.0,
+        "ttft_s": 0.0,
+        "tokens_per_s": 1.0,
+        "total_tokens": 1,
+        **kwargs,
     }
     with pytest.raises(ValueError):
         TokenSchedule(**args)  # type: ignore[arg-type]
