@@ -1,0 +1,245 @@
+"""The reference server: WebSocket and HTTP on one port.
+
+A small `FrontDoor` protocol reads each new connection's request head and hands the transport
+over: a WebSocket upgrade goes to the `websockets` asyncio implementation (its keepalive, close
+handshake, fragmentation, size limit and write backpressure are battle-tested), anything else to
+the h11 HTTP handler. This is the documented `Server.wrap()` pattern of `websockets`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http
+import threading
+from collections import Counter
+from collections.abc import Iterator
+
+from websockets.asyncio.server import Server, ServerConnection
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+from websockets.server import ServerProtocol
+
+from harness.protocol import errors, wire
+from harness.protocol.errors import ApiError
+from reference_server.auth import KeyRing
+from reference_server.config import ServerConfig
+from reference_server.http_api import HttpConnection
+from reference_server.services import Services
+from reference_server.ws_session import WebSocketSession
+
+_WS_PATHS = ("/v1/responses", "/responses")
+
+
+class ReferenceServer:
+    """Start with `await server.start()` (or `async with`); `server.port` is the bound port."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.services = Services.build(config)
+        self.keyring = KeyRing(config.api_keys)
+        self.port = config.port
+        self._asyncio_server: asyncio.Server | None = None
+        self._ws_server: Server | None = None
+        self._http_tasks: set[asyncio.Task[None]] = set()
+        self._per_tenant: Counter[str] = Counter()
+
+    async def __aenter__(self) -> ReferenceServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{self.config.host}:{self.port}/v1/responses"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://{self.config.host}:{self.port}/v1"
+
+    async def start(self) -> None:
+        self._ws_server = Server(
+            self._serve_websocket,
+            process_request=self._check_upgrade,
+            server_header="wsmode-reference",
+            open_timeout=self.config.limits.handshake_timeout_s,
+        )
+        loop = asyncio.get_running_loop()
+        self._asyncio_server = await loop.create_server(
+            lambda: FrontDoor(self), self.config.host, self.config.port, reuse_address=True
+        )
+        self._ws_server.wrap(self._asyncio_server)
+        self.port = self._asyncio_server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        """Drain: stop accepting, close sockets with 1001, flush pending store writes."""
+        if self._ws_server is not None:
+            self._ws_server.close()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.limits.drain_timeout_s):
+                    await self._ws_server.wait_closed()
+        for task in list(self._http_tasks):
+            task.cancel()
+        await asyncio.gather(*self._http_tasks, return_exceptions=True)
+        await self.services.persistence.flush()
+        self.services.persistence.close()
+
+    # -- connection hand-off (called by FrontDoor) ------------------------------------------
+    def accept_websocket(self, transport: asyncio.Transport, head: bytes) -> None:
+        assert self._ws_server is not None
+        limits = self.config.limits
+        protocol = ServerProtocol(max_size=limits.max_message_bytes)
+        connection = ServerConnection(
+            protocol,
+            self._ws_server,
+            ping_interval=limits.ping_interval_s,
+            ping_timeout=limits.ping_timeout_s,
+            close_timeout=limits.close_timeout_s,
+        )
+        transport.set_protocol(connection)
+        connection.connection_made(transport)
+        connection.data_received(head)
+
+    def accept_http(self, transport: asyncio.Transport, head: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=self.config.limits.max_message_bytes)
+        protocol = asyncio.StreamReaderProtocol(reader)
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        reader.feed_data(head)
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        handler = HttpConnection(self.services, self.keyring, reader, writer)
+        task = loop.create_task(handler.serve())
+        self._http_tasks.add(task)
+        task.add_done_callback(self._http_tasks.discard)
+
+    # -- WebSocket ------------------------------------------------------------------------
+    def _check_upgrade(self, connection: ServerConnection, request: Request) -> Response | None:
+        """Refuse before the upgrade (401, 404, 429) with a JSON error body."""
+        if request.path.split("?", 1)[0] not in _WS_PATHS:
+            return _json_response(
+                ApiError(404, "invalid_request_error", "not_found", "Unknown path.")
+            )
+        tenant = self.keyring.authenticate(request.headers.get("Authorization"))
+        if tenant is None:
+            return _json_response(errors.unauthorized())
+        limits = self.config.limits
+        if self.services.metrics.connections >= limits.max_connections or (
+            self._per_tenant[tenant] >= limits.max_connections_per_key
+        ):
+            self.services.metrics.inc("wsmode_connections_refused_total", reason="limit")
+            return _json_response(
+                ApiError(
+                    429, "rate_limit_error", "too_many_connections", "Too many open connections."
+                ),
+                retry_after_s=1,
+            )
+        connection.username = tenant  # websockets' slot for the authenticated identity
+        return None
+
+    async def _serve_websocket(self, connection: ServerConnection) -> None:
+        tenant = connection.username
+        self._per_tenant[tenant] += 1
+        try:
+            await WebSocketSession(self.services, connection, tenant).run()
+        finally:
+            self._per_tenant[tenant] -= 1
+
+
+def _json_response(error: ApiError, retry_after_s: int | None = None) -> Response:
+    body = wire.dumps(error.to_http_body()).encode()
+    headers = Headers([("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    if retry_after_s is not None:
+        headers["Retry-After"] = str(retry_after_s)
+    return Response(error.status, http.HTTPStatus(error.status).phrase, headers, body)
+
+
+class FrontDoor(asyncio.Protocol):
+    """Reads a connection's request head, then hands the transport to WebSocket or HTTP."""
+
+    def __init__(self, server: ReferenceServer) -> None:
+        self.server = server
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(
+            self.server.config.limits.handshake_timeout_s, transport.abort
+        )
+
+    def data_received(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            if len(self.buffer) > self.server.config.limits.max_http_header_bytes:
+                self._refuse(b"431 Request Header Fields Too Large")
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        head = bytes(self.buffer)
+        if _is_websocket_upgrade(head[:end]):
+            self.server.accept_websocket(self.transport, head)
+        else:
+            self.server.accept_http(self.transport, head)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _refuse(self, status_line: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(
+            b"HTTP/1.1 " + status_line + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        self.transport.close()
+
+
+def _is_websocket_upgrade(head: bytes) -> bool:
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"upgrade" and b"websocket" in value.lower():
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def running_in_thread(config: ServerConfig) -> Iterator[ReferenceServer]:
+    """Run a server on its own event loop in a thread (for sync clients such as the SDK)."""
+    ready = threading.Event()
+    holder: dict[str, object] = {}
+    stop_event: asyncio.Event | None = None
+    loop_holder: dict[str, asyncio.AbstractEventLoop] = {}
+
+    async def main() -> None:
+        nonlocal stop_event
+        stop_event = asyncio.Event()
+        loop_holder["loop"] = asyncio.get_running_loop()
+        try:
+            async with ReferenceServer(config) as server:
+                holder["server"] = server
+                ready.set()
+                await stop_event.wait()
+        except BaseException as exc:
+            holder["error"] = exc
+            ready.set()
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True, name="wsmode-server")
+    thread.start()
+    if not ready.wait(30) or "error" in holder:
+        raise RuntimeError(f"reference server did not start: {holder.get('error')}")
+    try:
+        server = holder["server"]
+        assert isinstance(server, ReferenceServer)
+        yield server
+    finally:
+        loop = loop_holder["loop"]
+        assert stop_event is not None
+        loop.call_soon_threadsafe(stop_event.set)
+        thread.join(30)

@@ -1,0 +1,131 @@
+"""`wsmode serve`: run the reference server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from harness.protocol.cache import CachePolicy
+from reference_server.app import ReferenceServer
+from reference_server.config import (
+    API_KEY_ENV,
+    Limits,
+    Optimizations,
+    ServerConfig,
+    default_data_dir,
+)
+from reference_server.faults import ALL_FAULTS, check_fault_names
+from reference_server.profiles import PROFILE_NAMES
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the reference WebSocket-mode server",
+        description="Serve WebSocket /v1/responses and HTTP POST /v1/responses on one port.",
+    )
+    add_server_options(parser)
+    parser.set_defaults(handler=_serve)
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    parser.add_argument(
+        "--profile",
+        default="production-like",
+        help=f"one of {', '.join(PROFILE_NAMES)} or a TOML path",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help=f"store directory (default {default_data_dir()})",
+    )
+    parser.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        help=f"require this key (repeatable; or ${API_KEY_ENV})",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--cache-depth", type=int, default=1, help="responses kept per connection (LRU)"
+    )
+    parser.add_argument("--cache-max-bytes", type=int, default=16 * 1024 * 1024)
+    parser.add_argument(
+        "--lifetime-s", type=float, default=3600.0, help="connection lifetime limit"
+    )
+    parser.add_argument(
+        "--max-pending", type=int, default=4, help="creates queued behind the one in flight"
+    )
+    parser.add_argument("--send-stall-timeout-s", type=float, default=10.0)
+    parser.add_argument(
+        "--disable",
+        action="append",
+        default=[],
+        metavar="OPTIMIZATION",
+        choices=list(Optimizations.__dataclass_fields__),
+        help="switch an optimization off (repeatable): "
+        + ", ".join(Optimizations.__dataclass_fields__),
+    )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="inject a fault (repeatable); known: " + ", ".join(ALL_FAULTS),
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    keys = list(args.api_key) + [k for k in os.environ.get(API_KEY_ENV, "").split(",") if k]
+    optimizations = Optimizations()
+    for name in args.disable:
+        optimizations = optimizations.without(name)
+    return ServerConfig(
+        host=args.host,
+        port=args.port,
+        profile=args.profile,
+        data_dir=args.data_dir or default_data_dir(),
+        api_keys=tuple(keys),
+        seed=args.seed,
+        cache=CachePolicy(depth=args.cache_depth, max_bytes=args.cache_max_bytes),
+        limits=Limits(
+            connection_lifetime_s=args.lifetime_s,
+            max_pending_per_connection=args.max_pending,
+            send_stall_timeout_s=args.send_stall_timeout_s,
+        ),
+        optimizations=optimizations,
+        faults=check_fault_names(args.fault),
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        config = config_from_args(args)
+    except ValueError as exc:
+        print(f"wsmode serve: {exc}")
+        return 2
+    asyncio.run(_serve_until_signalled(config))
+    return 0
+
+
+async def _serve_until_signalled(config: ServerConfig) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    async with ReferenceServer(config) as server:
+        print(
+            f"wsmode reference server on {server.ws_url} (HTTP {server.http_url}), "
+            f"profile {config.profile}",
+            flush=True,
+        )
+        await stop.wait()

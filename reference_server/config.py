@@ -1,0 +1,81 @@
+"""Server configuration: limits, optimizations and faults, with RELIABILITY.md's defaults.
+
+Every limit is a field with its unit in the name, so `wsmode serve --help`, the docs and the
+conformance target profile all speak the same names.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from harness.protocol.cache import CachePolicy
+
+API_KEY_ENV = "WSMODE_API_KEYS"  # comma-separated, as an alternative to --api-key
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "wsmode"
+
+
+@dataclass(frozen=True, slots=True)
+class Optimizations:
+    """The vendor's optimizations, each switchable so its worth can be measured (ablation)."""
+
+    render_cache: bool = True  # append new items' tokens to the cached rendering
+    incremental_checks: bool = True  # validate and classify only new items on a cache hit
+    routing_reuse: bool = True  # reuse the cached model resolution instead of a routing hop
+    async_post: bool = True  # billing and store writes after the terminal event, off the path
+    connection_cache: bool = True  # the connection-scoped state cache itself
+
+    @classmethod
+    def none(cls) -> Optimizations:
+        return cls(False, False, False, False, False)
+
+    def without(self, name: str) -> Optimizations:
+        if name not in self.__dataclass_fields__:
+            raise ValueError(f"unknown optimization '{name}'")
+        return replace(self, **{name: False})
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_message_bytes: int = 4 * 1024 * 1024  # WS message / HTTP body; WS breach closes 1009
+    max_http_header_bytes: int = 16 * 1024
+    send_stall_timeout_s: float = 10.0  # a client that stops reading is cut off (1008)
+    handshake_timeout_s: float = 10.0
+    ping_interval_s: float = 20.0
+    ping_timeout_s: float = 20.0
+    close_timeout_s: float = 10.0
+    connection_lifetime_s: float = 3600.0  # then websocket_connection_limit_reached, close 1000
+    max_pending_per_connection: int = 4  # queued creates behind the one in flight
+    max_connections: int = 1024
+    max_connections_per_key: int = 64
+    context_window_tokens: int = 128_000
+    max_output_tokens: int = 32_000
+    drain_timeout_s: float = 10.0  # SIGTERM: finish in-flight responses, then close 1001
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    profile: str = "production-like"
+    data_dir: Path = field(default_factory=default_data_dir)
+    api_keys: tuple[str, ...] = ()
+    seed: int = 0
+    cache: CachePolicy = field(default_factory=CachePolicy)
+    limits: Limits = field(default_factory=Limits)
+    optimizations: Optimizations = field(default_factory=Optimizations)
+    faults: frozenset[str] = frozenset()
+    store_retention_s: float = 30 * 86400
+    store_max_bytes: int | None = None
+
+    @property
+    def store_path(self) -> Path:
+        return self.data_dir / "responses.sqlite3"
+
+    def with_changes(self, **changes: object) -> ServerConfig:
+        return replace(self, **changes)  # type: ignore[arg-type]

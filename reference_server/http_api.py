@@ -1,0 +1,257 @@
+"""The HTTP side of the one port: `POST /v1/responses` (JSON or SSE), retrieve, health, metrics.
+
+HTTP/1.1 is parsed by h11 (sans-I/O) over asyncio streams. SSE framing follows PROTOCOL.md §3.1:
+`event: <type>` and `data: <json>` per event, no `[DONE]`; errors before the first event are
+ordinary HTTP errors with an `{"error": {...}}` body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import h11
+
+from harness.protocol import errors, wire
+from harness.protocol.errors import ApiError
+from harness.protocol.events import Event
+from harness.protocol.requests import InvalidRequest, parse_create
+from reference_server.auth import KeyRing
+from reference_server.services import Services
+from reference_server.turn import RequestRefused, TurnContext, TurnRunner
+
+_RESPONSES_PATH = re.compile(r"^(?:/v1)?/responses$")
+_RETRIEVE_PATH = re.compile(r"^(?:/v1)?/responses/(?P<id>[A-Za-z0-9_.-]{1,128})$")
+KEEP_ALIVE_TIMEOUT_S = 5.0
+
+
+class _Gone(ConnectionError):
+    pass
+
+
+class HttpConnection:
+    def __init__(
+        self,
+        services: Services,
+        keyring: KeyRing,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        self.services = services
+        self.keyring = keyring
+        self.reader = reader
+        self.writer = writer
+        self.limits = services.config.limits
+        self.h11 = h11.Connection(
+            h11.SERVER, max_incomplete_event_size=self.limits.max_http_header_bytes
+        )
+        self.runner = TurnRunner(services)
+
+    async def serve(self) -> None:
+        try:
+            while True:
+                event = await self._next_event(KEEP_ALIVE_TIMEOUT_S)
+                if not isinstance(event, h11.Request):
+                    break
+                await self._handle(event)
+                if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
+                    break
+                self.h11.start_next_cycle()
+        except (_Gone, TimeoutError, ConnectionError, h11.RemoteProtocolError):
+            pass
+        finally:
+            self.writer.close()
+
+    async def _next_event(self, timeout_s: float) -> Any:
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            async with asyncio.timeout(timeout_s):
+                data = await self.reader.read(65536)
+            self.h11.receive_data(data)
+
+    async def _read_body(self) -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            event = await self._next_event(self.limits.handshake_timeout_s)
+            if isinstance(event, h11.Data):
+                size += len(event.data)
+                if size > self.limits.max_message_bytes:
+                    return None
+                chunks.append(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                return b"".join(chunks)
+            else:
+                raise _Gone("connection ended inside a request body")
+
+    # -- routing --------------------------------------------------------------------------
+    async def _handle(self, request: h11.Request) -> None:
+        method = request.method.decode("ascii", "replace")
+        path = request.target.decode("ascii", "replace").split("?", 1)[0]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers}
+        if path == "/healthz" and method == "GET":
+            await self._drain_body()
+            await self._json(200, {"status": "ok"})
+            return
+        if path == "/metrics" and method == "GET":
+            await self._drain_body()
+            await self._send(
+                200, self.services.metrics.render().encode(), "text/plain; version=0.0.4"
+            )
+            return
+        tenant = self.keyring.authenticate(headers.get("authorization"))
+        if tenant is None:
+            await self._drain_body()
+            await self._error(errors.unauthorized())
+            return
+        retrieve = _RETRIEVE_PATH.match(path)
+        if retrieve and method == "GET":
+            await self._drain_body()
+            await self._retrieve(tenant, retrieve["id"])
+        elif _RESPONSES_PATH.match(path) and method == "POST":
+            await self._create(tenant)
+        elif retrieve or _RESPONSES_PATH.match(path):
+            await self._drain_body()
+            await self._error(
+                ApiError(
+                    405,
+                    "invalid_request_error",
+                    "method_not_allowed",
+                    f"Method {method} not allowed.",
+                )
+            )
+        else:
+            await self._drain_body()
+            await self._error(
+                ApiError(404, "invalid_request_error", "not_found", f"Unknown path '{path[:128]}'.")
+            )
+
+    async def _drain_body(self) -> None:
+        if self.h11.their_state is h11.SEND_BODY:
+            await self._read_body()
+
+    async def _retrieve(self, tenant: str, response_id: str) -> None:
+        record = await self.services.persistence.get(tenant, response_id)
+        if record is None:
+            await self._error(
+                ApiError(
+                    404,
+                    "invalid_request_error",
+                    None,
+                    f"No response found with id '{response_id}'.",
+                    "response_id",
+                )
+            )
+            return
+        await self._json(200, record["response"])
+
+    async def _create(self, tenant: str) -> None:
+        body = await self._read_body()
+        received_at = time.perf_counter()
+        if body is None:
+            await self._error(
+                ApiError(
+                    413,
+                    "invalid_request_error",
+                    "request_too_large",
+                    f"Request body exceeds {self.limits.max_message_bytes} bytes.",
+                )
+            )
+            return
+        try:
+            payload = wire.loads(body)
+            if not isinstance(payload, dict):
+                raise InvalidRequest(
+                    errors.invalid_request("Expected a JSON object as the request body.")
+                )
+            request = parse_create(payload, transport="http")
+        except wire.WireFormatError as exc:
+            await self._error(errors.invalid_json(str(exc)))
+            return
+        except InvalidRequest as exc:
+            await self._error(exc.error)
+            return
+        ctx = TurnContext("http", tenant, None, received_at, len(body))
+        started = False
+
+        async def send_sse(event: Event) -> None:
+            nonlocal started
+            if not started:
+                started = True
+                self.writer.write(
+                    self.h11.send(
+                        h11.Response(
+                            status_code=200,
+                            headers=[
+                                ("content-type", "text/event-stream"),
+                                ("cache-control", "no-cache"),
+                            ],
+                        )
+                    )
+                )
+            frame = f"event: {event['type']}\ndata: {wire.dumps(event)}\n\n".encode()
+            await self._write(self.h11.send(h11.Data(data=frame)))
+
+        async def discard(event: Event) -> None:
+            return None
+
+        send: Callable[[Event], Awaitable[None]] = send_sse if request.stream else discard
+        try:
+            outcome = await self.runner.run(request, ctx, send)
+        except RequestRefused as refused:
+            if started:  # cannot happen: refusals come before the first event
+                raise _Gone("refused after streaming began") from None
+            await self._error(refused.error)
+            return
+        if request.stream:
+            await self._write(self.h11.send(h11.EndOfMessage()))
+            return
+        response = outcome.response
+        if outcome.status == "failed" and response.get("error"):
+            error = response["error"]
+            await self._error(
+                ApiError(400, "invalid_request_error", error.get("code"), error.get("message", ""))
+            )
+            return
+        await self._json(200, response)
+
+    # -- writing --------------------------------------------------------------------------
+    async def _write(self, data: bytes) -> None:
+        self.writer.write(data)
+        try:
+            async with asyncio.timeout(self.limits.send_stall_timeout_s):
+                await self.writer.drain()
+        except (TimeoutError, ConnectionError):
+            self.writer.transport.abort()
+            raise _Gone("client stopped reading") from None
+
+    async def _send(
+        self,
+        status: int,
+        body: bytes,
+        content_type: str,
+        extra: list[tuple[str, str]] | None = None,
+    ) -> None:
+        headers = [
+            ("content-type", content_type),
+            ("content-length", str(len(body))),
+            *(extra or []),
+        ]
+        data = self.h11.send(h11.Response(status_code=status, headers=headers))
+        data += self.h11.send(h11.Data(data=body)) + self.h11.send(h11.EndOfMessage())
+        await self._write(data)
+
+    async def _json(self, status: int, payload: Any) -> None:
+        await self._send(status, wire.dumps(payload).encode(), "application/json")
+
+    async def _error(self, error: ApiError) -> None:
+        self.services.metrics.inc("wsmode_request_errors_total", code=str(error.code or error.type))
+        extra = [("retry-after", "1")] if error.status == 429 else []
+        await self._send(
+            error.status, wire.dumps(error.to_http_body()).encode(), "application/json", extra
+        )

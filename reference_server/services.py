@@ -1,0 +1,47 @@
+"""The server-wide objects a turn needs, built once per server from its config."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+
+from harness.protocol.cache import ResponseCache
+from reference_server.config import ServerConfig
+from reference_server.conversation import Conversation, PrefixCache
+from reference_server.engine import Engine
+from reference_server.metrics import ServerMetrics
+from reference_server.persistence import Persistence
+from reference_server.profiles import Profile, load_profile
+from reference_server.store import ResponseStore
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(16)}"
+
+
+@dataclass
+class Services:
+    config: ServerConfig
+    profile: Profile
+    engine: Engine
+    persistence: Persistence
+    prefix_cache: PrefixCache = field(default_factory=PrefixCache)
+    metrics: ServerMetrics = field(default_factory=ServerMetrics)
+    # Only the `shared-cache` fault uses this: one cache for every connection (a bug on purpose).
+    shared_cache: ResponseCache[Conversation] | None = None
+
+    @classmethod
+    def build(cls, config: ServerConfig) -> Services:
+        profile = load_profile(config.profile)
+        store = ResponseStore(
+            config.store_path,
+            retention_s=config.store_retention_s,
+            max_bytes=config.store_max_bytes,
+        )
+        services = cls(config, profile, Engine(profile, config.seed), Persistence(store))
+        if "shared-cache" in config.faults:
+            services.shared_cache = ResponseCache(config.cache)
+        return services
+
+    def has_fault(self, name: str) -> bool:
+        return name in self.config.faults

@@ -1,0 +1,54 @@
+"""Per-turn stage accounting: real time measured, simulated production cost charged.
+
+Each pipeline stage does its real work, then `charge()`s the profile's cost for the work units it
+actually did. Charges accumulate and are paid in one sleep before the engine starts (one timer
+instead of one per stage), and every stage's real + charged time is reported to the client and
+to /metrics, so a turn's TTFT splits into API overhead and simulated inference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from reference_server.profiles import Profile, Stage
+
+
+class StageLog:
+    def __init__(self, profile: Profile, rng: random.Random) -> None:
+        self.profile = profile
+        self.rng = rng
+        self.real_ms: dict[str, float] = {}
+        self.charged_ms: dict[str, float] = {}
+        self._unpaid_s = 0.0
+
+    @contextmanager
+    def measure(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed_ms = (time.perf_counter() - start) * 1000
+            self.real_ms[name] = self.real_ms.get(name, 0.0) + elapsed_ms
+
+    def charge(self, stage: Stage, work_units: float, *, name: str | None = None) -> None:
+        cost_s = self.profile.stage_cost_s(stage, work_units, rng=self.rng)
+        key = name or stage
+        self.charged_ms[key] = self.charged_ms.get(key, 0.0) + cost_s * 1000
+        self._unpaid_s += cost_s
+
+    async def pay(self) -> None:
+        """Sleep off the charges accumulated so far (the simulated production work)."""
+        due, self._unpaid_s = self._unpaid_s, 0.0
+        if due > 0:
+            await asyncio.sleep(due)
+
+    def total_ms(self) -> dict[str, float]:
+        names = self.real_ms.keys() | self.charged_ms.keys()
+        return {
+            n: round(self.real_ms.get(n, 0.0) + self.charged_ms.get(n, 0.0), 3)
+            for n in sorted(names)
+        }
