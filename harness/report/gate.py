@@ -1,0 +1,692 @@
+"""`wsmode gate`: compare a current results file against a baseline, noise-aware.
+
+Bench results: for each mode and metric the gate takes the raw samples of both runs and asks how
+much a percentile changed, current / baseline - 1, with a seeded bootstrap 95 % interval. It calls
+a regression only when the whole interval lies beyond the allowed worsening (default +10 % at
+p50, +20 % at p90), so run-to-run noise alone does not fail a build. A metric with fewer samples
+than `min_samples` (default 30) on either side is `insufficient-data`: reported, and a failure
+only with `--require-samples`. The turn error rate is compared too (in percentage points).
+
+Metrics (latency: higher is worse; speedup: lower is worse):
+    ttft_ms, itl_ms, turn_e2e_ms (and tpot_ms when enabled) from `samples` with ok=true,
+    rollout_e2e_ms from `rollouts` (e2e_ms, ok=true),
+    speedup_vs_<baseline mode>: per-rollout e2e ratio baseline-mode / mode, paired by rollout_id.
+
+Certify results: any MUST case that PASSes in the baseline but does not PASS in the current run
+(or is missing from it) is a regression; with `--strict`, SHOULD cases too.
+
+Exit codes: 0 no regression, 1 regression, 2 bad input (unreadable file, mismatched kinds,
+invalid thresholds file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+import tomllib
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.report import stats
+from harness.report.schema import ResultsSchemaError, load_result
+
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+
+LATENCY_METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "turn_e2e_ms", "rollout_e2e_ms")
+GATE_METRICS = (*LATENCY_METRICS, "speedup", "error_rate")
+DEFAULT_ENABLED = frozenset(
+    {"ttft_ms", "itl_ms", "turn_e2e_ms", "rollout_e2e_ms", "speedup", "error_rate"}
+)
+DEFAULT_THRESHOLDS_PCT = {50.0: 10.0, 90.0: 20.0, 99.0: 30.0}
+
+
+class GateInputError(Exception):
+    """Bad gate input: the gate cannot compare (exit code 2)."""
+
+
+# -- configuration -----------------------------------------------------------------------------
+@dataclasses.dataclass
+class GateConfig:
+    """What to compare and how strictly. Thresholds are allowed worsening in percent."""
+
+    percentiles: tuple[float, ...] = (50.0, 90.0)
+    thresholds_pct: dict[float, float] = dataclasses.field(
+        default_factory=lambda: dict(DEFAULT_THRESHOLDS_PCT)
+    )
+    # metric -> {percentile: threshold_pct, or None to skip that percentile}
+    metric_overrides: dict[str, dict[float, float | None]] = dataclasses.field(default_factory=dict)
+    enabled: set[str] = dataclasses.field(default_factory=lambda: set(DEFAULT_ENABLED))
+    min_samples: int = 30
+    resamples: int = stats.DEFAULT_RESAMPLES
+    seed: int = stats.DEFAULT_SEED
+    error_rate_pp: float = 1.0
+
+    def checks_for(self, metric: str) -> list[tuple[float, float]]:
+        """(percentile, threshold_pct) pairs to check for `metric` (speedup_vs_x → speedup)."""
+        family = "speedup" if metric.startswith("speedup") else metric
+        overrides = self.metric_overrides.get(family, {})
+        out: dict[float, float] = {}
+        for p in self.percentiles:
+            if p in overrides and overrides[p] is None:
+                continue
+            threshold = overrides.get(p)
+            out[p] = threshold if threshold is not None else self.thresholds_pct[p]
+        for p, threshold in overrides.items():
+            if threshold is not None:
+                out[p] = threshold
+        return sorted(out.items())
+
+
+def _parse_pct_key(key: str, where: str) -> float:
+    if not key.startswith("p"):
+        raise GateInputError(f"{where}: unknown key {key!r} (expected p50, p90, p99.9, ...)")
+    try:
+        p = float(key[1:])
+    except ValueError:
+        raise GateInputError(f"{where}: unknown key {key!r} (expected p50, p90, ...)") from None
+    if not 0.0 < p <= 100.0:
+        raise GateInputError(f"{where}: percentile {key!r} out of range")
+    return p
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise GateInputError(f"{where}: expected a number, got {value!r}")
+    return float(value)
+
+
+def load_config(path: str | Path | None) -> GateConfig:
+    """Read a thresholds TOML file (see results/README.md); None gives the defaults."""
+    config = GateConfig()
+    if path is None:
+        return config
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise GateInputError(f"{path}: cannot read thresholds: {exc}") from exc
+    return config_from_dict(data, str(path))
+
+
+def config_from_dict(data: Mapping[str, Any], source: str = "thresholds") -> GateConfig:
+    config = GateConfig()
+    known = {"percentiles", "min_samples", "resamples", "seed", "error_rate_pp", "thresholds"}
+    known |= {"metric"}
+    for key in data:
+        if key not in known:
+            raise GateInputError(
+                f"{source}: unknown key {key!r} (known: {', '.join(sorted(known))})"
+            )
+    if "percentiles" in data:
+        ps = data["percentiles"]
+        if not isinstance(ps, list) or not ps:
+            raise GateInputError(f"{source}: percentiles must be a list like ['p50', 'p90']")
+        config.percentiles = tuple(_parse_pct_key(str(p), f"{source}: percentiles") for p in ps)
+    for key in ("min_samples", "resamples", "seed"):
+        if key in data:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise GateInputError(f"{source}: {key} must be a non-negative integer")
+            setattr(config, key, value)
+    if config.resamples < 100:
+        raise GateInputError(f"{source}: resamples must be at least 100")
+    if "error_rate_pp" in data:
+        config.error_rate_pp = _number(data["error_rate_pp"], f"{source}: error_rate_pp")
+    thresholds = data.get("thresholds", {})
+    if not isinstance(thresholds, dict):
+        raise GateInputError(f"{source}: [thresholds] must be a table")
+    for key, value in thresholds.items():
+        where = f"{source}: thresholds.{key}"
+        config.thresholds_pct[_parse_pct_key(key, where)] = _number(value, where)
+    metrics = data.get("metric", {})
+    if not isinstance(metrics, dict):
+        raise GateInputError(f"{source}: [metric.NAME] must be tables")
+    for name, table in metrics.items():
+        where = f"{source}: metric.{name}"
+        if name not in GATE_METRICS:
+            raise GateInputError(f"{where}: unknown metric (known: {', '.join(GATE_METRICS)})")
+        if not isinstance(table, dict):
+            raise GateInputError(f"{where}: must be a table")
+        overrides: dict[float, float | None] = {}
+        for key, value in table.items():
+            if key == "enabled":
+                if not isinstance(value, bool):
+                    raise GateInputError(f"{where}.enabled: expected true or false")
+                (config.enabled.add if value else config.enabled.discard)(name)
+                continue
+            if name == "error_rate":
+                raise GateInputError(f"{where}: only 'enabled' (set the limit with error_rate_pp)")
+            p = _parse_pct_key(key, where)
+            overrides[p] = None if value is False else _number(value, f"{where}.{key}")
+        config.metric_overrides[name] = overrides
+        if "enabled" not in table:  # a section of its own switches a metric on (e.g. tpot_ms)
+            config.enabled.add(name)
+    for p in config.percentiles:
+        if p not in config.thresholds_pct:
+            raise GateInputError(f"{source}: no threshold for p{p:g}: add it under [thresholds]")
+    return config
+
+
+# -- findings ----------------------------------------------------------------------------------
+@dataclasses.dataclass
+class MetricFinding:
+    mode: str
+    metric: str
+    percentile: float | None  # None for error_rate
+    threshold_pct: float
+    n_baseline: int
+    n_current: int
+    baseline: float | None = None
+    current: float | None = None
+    change_pct: float | None = None  # for error_rate: difference in percentage points
+    ci_pct: tuple[float, float] | None = None
+    p_value: float | None = None  # Mann-Whitney U, informational
+    higher_is_better: bool = False
+    status: str = "ok"  # ok | regression | improvement | noisy | insufficient-data
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.metric if self.percentile is None else f"{self.metric} p{self.percentile:g}"
+
+
+@dataclasses.dataclass
+class CaseFinding:
+    id: str
+    level: str
+    baseline: str
+    current: str
+    status: str  # regression | fixed | changed | new
+
+
+@dataclasses.dataclass
+class GateReport:
+    kind: str
+    baseline_label: str
+    current_label: str
+    metrics: list[MetricFinding] = dataclasses.field(default_factory=list)
+    cases: list[CaseFinding] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    require_samples: bool = False
+
+    @property
+    def regressions(self) -> list[str]:
+        out = [f"{m.mode} {m.label}" for m in self.metrics if m.status == "regression"]
+        out += [f"{c.level} {c.id}" for c in self.cases if c.status == "regression"]
+        if self.require_samples:
+            out += [
+                f"{m.mode} {m.label} (insufficient data)"
+                for m in self.metrics
+                if m.status == "insufficient-data"
+            ]
+        return out
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_REGRESSION if self.regressions else EXIT_OK
+
+
+# -- extracting samples ------------------------------------------------------------------------
+def _turn_samples(bench: Mapping[str, Any], mode: str, metric: str) -> list[float]:
+    out = []
+    for s in bench["samples"]:
+        if s["mode"] == mode and s["ok"] and s.get(metric) is not None:
+            out.append(float(s[metric]))
+    return out
+
+
+def _rollout_samples(bench: Mapping[str, Any], mode: str) -> list[float]:
+    return [
+        float(r["e2e_ms"])
+        for r in bench["rollouts"]
+        if r["mode"] == mode and r["ok"] and r["e2e_ms"] is not None
+    ]
+
+
+def paired_speedups(bench: Mapping[str, Any], baseline_mode: str, mode: str) -> list[float]:
+    """Per-rollout e2e(baseline_mode) / e2e(mode), pairing the n-th occurrence of a rollout_id."""
+    e2e: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in bench["rollouts"]:
+        if r["ok"] and r["e2e_ms"] is not None:
+            e2e[(r["mode"], r["rollout_id"])].append(float(r["e2e_ms"]))
+    out = []
+    for (m, rid), values in e2e.items():
+        if m != mode:
+            continue
+        for base, cur in zip(e2e.get((baseline_mode, rid), []), values, strict=False):
+            if cur > 0:
+                out.append(base / cur)
+    return out
+
+
+def speedup_pairs(bench: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(baseline_mode, mode) pairs: those listed in comparisons, else every mode against http."""
+    pairs = [(c["baseline_mode"], c["mode"]) for c in bench["comparisons"]]
+    if not pairs and "http" in bench["modes"]:
+        pairs = [("http", m) for m in bench["modes"] if m != "http"]
+    return list(dict.fromkeys(pairs))
+
+
+def _error_rate(bench: Mapping[str, Any], mode: str) -> tuple[float | None, int]:
+    turns = [s for s in bench["samples"] if s["mode"] == mode]
+    if not turns:
+        return None, 0
+    return 100.0 * sum(1 for s in turns if not s["ok"]) / len(turns), len(turns)
+
+
+# -- comparing ---------------------------------------------------------------------------------
+def compare_samples(
+    mode: str,
+    metric: str,
+    base: Sequence[float],
+    cur: Sequence[float],
+    p: float,
+    threshold_pct: float,
+    config: GateConfig,
+    *,
+    higher_is_better: bool = False,
+) -> MetricFinding:
+    f = MetricFinding(
+        mode=mode,
+        metric=metric,
+        percentile=p,
+        threshold_pct=threshold_pct,
+        n_baseline=len(base),
+        n_current=len(cur),
+        higher_is_better=higher_is_better,
+    )
+    if base:
+        f.baseline = stats.percentile(base, p)
+    if cur:
+        f.current = stats.percentile(cur, p)
+    if len(base) < config.min_samples or len(cur) < config.min_samples:
+        f.status = "insufficient-data"
+        f.note = f"needs >= {config.min_samples} samples per run"
+        return f
+    try:
+        point, lo, hi = stats.bootstrap_relative_change(
+            base, cur, p, resamples=config.resamples, seed=config.seed
+        )
+    except ValueError as exc:
+        f.status = "insufficient-data"
+        f.note = str(exc)
+        return f
+    f.change_pct, f.ci_pct = 100.0 * point, (100.0 * lo, 100.0 * hi)
+    f.p_value = stats.mann_whitney_u(base, cur)[1]
+    # "worse" is up for latencies, down for speedups
+    worse_lo, worse_hi, worse_point = (
+        (-f.ci_pct[1], -f.ci_pct[0], -f.change_pct)
+        if higher_is_better
+        else (f.ci_pct[0], f.ci_pct[1], f.change_pct)
+    )
+    if worse_lo > threshold_pct:
+        f.status = "regression"
+    elif worse_hi < -threshold_pct:
+        f.status = "improvement"
+    elif abs(worse_point) > threshold_pct:
+        f.status = "noisy"
+        f.note = "change beyond threshold but the 95% interval overlaps it"
+    return f
+
+
+def gate_bench(
+    baseline: Mapping[str, Any], current: Mapping[str, Any], config: GateConfig
+) -> list[MetricFinding]:
+    b, c = baseline["bench"], current["bench"]
+    findings: list[MetricFinding] = []
+    modes = list(dict.fromkeys([*b["modes"], *c["modes"]]))
+    for mode in modes:
+        for metric in LATENCY_METRICS:
+            if metric not in config.enabled:
+                continue
+            if metric == "rollout_e2e_ms":
+                base, cur = _rollout_samples(b, mode), _rollout_samples(c, mode)
+            else:
+                base, cur = _turn_samples(b, mode, metric), _turn_samples(c, mode, metric)
+            for p, threshold in config.checks_for(metric):
+                findings.append(compare_samples(mode, metric, base, cur, p, threshold, config))
+        if "error_rate" in config.enabled:
+            findings.append(_compare_error_rate(mode, b, c, config))
+    if "speedup" in config.enabled:
+        for base_mode, mode in dict.fromkeys([*speedup_pairs(b), *speedup_pairs(c)]):
+            metric = f"speedup_vs_{base_mode}"
+            base = paired_speedups(b, base_mode, mode)
+            cur = paired_speedups(c, base_mode, mode)
+            for p, threshold in config.checks_for(metric):
+                findings.append(
+                    compare_samples(
+                        mode, metric, base, cur, p, threshold, config, higher_is_better=True
+                    )
+                )
+    return findings
+
+
+def _compare_error_rate(
+    mode: str, b: Mapping[str, Any], c: Mapping[str, Any], config: GateConfig
+) -> MetricFinding:
+    base_rate, n_base = _error_rate(b, mode)
+    cur_rate, n_cur = _error_rate(c, mode)
+    f = MetricFinding(
+        mode=mode,
+        metric="error_rate",
+        percentile=None,
+        threshold_pct=config.error_rate_pp,
+        n_baseline=n_base,
+        n_current=n_cur,
+        baseline=base_rate,
+        current=cur_rate,
+    )
+    if base_rate is None or cur_rate is None:
+        f.status = "insufficient-data"
+        f.note = "mode missing from one run"
+        return f
+    f.change_pct = cur_rate - base_rate
+    if f.change_pct > config.error_rate_pp:
+        f.status = "regression"
+    elif f.change_pct < -config.error_rate_pp:
+        f.status = "improvement"
+    return f
+
+
+def gate_certify(
+    baseline: Mapping[str, Any], current: Mapping[str, Any], *, strict: bool = False
+) -> list[CaseFinding]:
+    gated_levels = {"MUST", "SHOULD"} if strict else {"MUST"}
+    cur_cases = {case["id"]: case for case in current["certify"]["cases"]}
+    findings = []
+    seen = set()
+    for case in baseline["certify"]["cases"]:
+        seen.add(case["id"])
+        now = cur_cases.get(case["id"])
+        now_verdict = now["verdict"] if now else "MISSING"
+        if now_verdict == case["verdict"]:
+            continue
+        if case["verdict"] == "PASS" and case["level"] in gated_levels:
+            status = "regression"
+        elif now_verdict == "PASS":
+            status = "fixed"
+        else:
+            status = "changed"
+        findings.append(
+            CaseFinding(case["id"], case["level"], case["verdict"], now_verdict, status)
+        )
+    for case_id, case in cur_cases.items():
+        if case_id not in seen:
+            findings.append(CaseFinding(case_id, case["level"], "—", case["verdict"], "new"))
+    order = {"regression": 0, "changed": 1, "fixed": 2, "new": 3}
+    findings.sort(key=lambda f: (order[f.status], f.id))
+    return findings
+
+
+def run_gate(
+    baseline: Mapping[str, Any],
+    current: Mapping[str, Any],
+    config: GateConfig | None = None,
+    *,
+    require_samples: bool = False,
+    strict: bool = False,
+) -> GateReport:
+    config = config or GateConfig()
+    if baseline["kind"] != current["kind"]:
+        raise GateInputError(
+            f"cannot compare a {baseline['kind']} baseline with a {current['kind']} result"
+        )
+    report = GateReport(
+        kind=baseline["kind"],
+        baseline_label=_describe(baseline),
+        current_label=_describe(current),
+        require_samples=require_samples,
+    )
+    for field in ("profile",):
+        if baseline.get(field) != current.get(field):
+            report.notes.append(
+                f"{field} differs: baseline {baseline.get(field)!r}, current {current.get(field)!r}"
+            )
+    if baseline["target"]["name"] != current["target"]["name"]:
+        report.notes.append(
+            f"targets differ: {baseline['target']['name']!r} vs {current['target']['name']!r}"
+        )
+    if baseline["machine"].get("cpu_model") != current["machine"].get("cpu_model"):
+        report.notes.append("the runs were measured on different CPUs")
+    if report.kind == "bench":
+        if baseline["bench"]["time_scale"] != current["bench"]["time_scale"]:
+            report.notes.append(
+                f"time_scale differs: {baseline['bench']['time_scale']} vs "
+                f"{current['bench']['time_scale']}"
+            )
+        report.metrics = gate_bench(baseline, current, config)
+    else:
+        report.cases = gate_certify(baseline, current, strict=strict)
+    return report
+
+
+def _describe(result: Mapping[str, Any]) -> str:
+    return f"{result['target']['name']} / {result['label']} ({result['started_at']})"
+
+
+# -- rendering ---------------------------------------------------------------------------------
+def _fmt_value(f: MetricFinding, value: float | None) -> str:
+    if value is None:
+        return "—"
+    if f.metric == "error_rate":
+        return f"{value:.2f}%"
+    if f.metric.startswith("speedup"):
+        return f"{value:.3f}×"
+    return f"{value:.3f} ms" if value < 10 else f"{value:.1f} ms"
+
+
+def _fmt_change(f: MetricFinding) -> str:
+    if f.change_pct is None:
+        return "—"
+    unit = " pp" if f.metric == "error_rate" else "%"
+    return f"{f.change_pct:+.1f}{unit}"
+
+
+def _fmt_ci(f: MetricFinding) -> str:
+    if f.ci_pct is None:
+        return "—"
+    return f"[{f.ci_pct[0]:+.1f}%, {f.ci_pct[1]:+.1f}%]"
+
+
+def _fmt_threshold(f: MetricFinding) -> str:
+    if f.metric == "error_rate":
+        return f"+{f.threshold_pct:g} pp"
+    sign = "-" if f.higher_is_better else "+"
+    return f"{sign}{f.threshold_pct:g}%"
+
+
+_STATUS_MARK = {
+    "ok": "ok",
+    "regression": "REGRESSION",
+    "improvement": "improved",
+    "noisy": "noisy",
+    "insufficient-data": "insufficient-data",
+}
+
+
+def _metric_rows(report: GateReport) -> list[list[str]]:
+    rows = []
+    for f in report.metrics:
+        rows.append(
+            [
+                f.mode,
+                f.label,
+                _fmt_value(f, f.baseline),
+                _fmt_value(f, f.current),
+                _fmt_change(f),
+                _fmt_ci(f),
+                _fmt_threshold(f),
+                f"{f.n_baseline}/{f.n_current}",
+                "—" if f.p_value is None else f"{f.p_value:.3g}",
+                _STATUS_MARK[f.status],
+            ]
+        )
+    return rows
+
+
+_METRIC_HEADER = [
+    "mode",
+    "metric",
+    "baseline",
+    "current",
+    "change",
+    "95% CI",
+    "limit",
+    "n (b/c)",
+    "MWU p",
+    "status",
+]
+_CASE_HEADER = ["case", "level", "baseline", "current", "status"]
+
+
+def _case_rows(report: GateReport) -> list[list[str]]:
+    return [
+        [
+            c.id,
+            c.level,
+            c.baseline,
+            c.current,
+            c.status.upper() if c.status == "regression" else c.status,
+        ]
+        for c in report.cases
+    ]
+
+
+def _verdict_line(report: GateReport) -> str:
+    regressions = report.regressions
+    if regressions:
+        return f"FAIL: {len(regressions)} regression(s): {', '.join(regressions)}"
+    insufficient = sum(1 for m in report.metrics if m.status == "insufficient-data")
+    extra = f" ({insufficient} metric(s) with insufficient data)" if insufficient else ""
+    return f"PASS: no regression{extra}"
+
+
+def render_text(report: GateReport) -> str:
+    lines = [
+        f"wsmode gate ({report.kind})",
+        f"  baseline: {report.baseline_label}",
+        f"  current:  {report.current_label}",
+        "",
+    ]
+    if report.kind == "bench":
+        header, rows = _METRIC_HEADER, _metric_rows(report)
+    else:
+        header, rows = _CASE_HEADER, _case_rows(report)
+    if rows:
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+        lines.append("  ".join("-" * w for w in widths))
+        for r in rows:
+            lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+    else:
+        lines.append("no case changed verdict" if report.kind == "certify" else "nothing compared")
+    lines.append("")
+    lines.extend(f"note: {n}" for n in report.notes)
+    lines.append(_verdict_line(report))
+    return "\n".join(lines) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_markdown(report: GateReport) -> str:
+    ok = not report.regressions
+    lines = [
+        f"## wsmode gate: {'✅ PASS' if ok else '❌ FAIL'}",
+        "",
+        f"- baseline: `{report.baseline_label}`",
+        f"- current: `{report.current_label}`",
+        "",
+    ]
+    if report.kind == "bench":
+        header, rows = _METRIC_HEADER, _metric_rows(report)
+    else:
+        header, rows = _CASE_HEADER, _case_rows(report)
+    if rows:
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+        for r in rows:
+            cells = [_md_escape(v) for v in r]
+            if r[-1] in ("REGRESSION",):
+                cells[-1] = f"**{cells[-1]}**"
+            lines.append("| " + " | ".join(cells) + " |")
+    else:
+        lines.append("_No case changed verdict._" if report.kind == "certify" else "_Nothing._")
+    lines.append("")
+    lines.extend(f"> note: {_md_escape(n)}" for n in report.notes)
+    if report.notes:
+        lines.append("")
+    lines.append(f"**{_verdict_line(report)}**")
+    if report.kind == "bench":
+        lines += [
+            "",
+            "A regression is called only when the whole bootstrap 95% interval of the change lies "
+            "beyond the limit; `noisy` means the point estimate is beyond it but the interval is "
+            "not. MWU p is the Mann-Whitney U p-value (informational).",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+# -- command -----------------------------------------------------------------------------------
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baseline", required=True, metavar="FILE", help="baseline results file")
+    parser.add_argument("--current", required=True, metavar="FILE", help="current results file")
+    parser.add_argument(
+        "--thresholds", metavar="FILE.toml", help="per-metric/percentile limits (see README)"
+    )
+    parser.add_argument(
+        "--markdown",
+        metavar="OUT",
+        help="append a Markdown summary to OUT (e.g. \"$GITHUB_STEP_SUMMARY\"); '-' for stdout",
+    )
+    parser.add_argument(
+        "--require-samples",
+        action="store_true",
+        help="fail when a metric has fewer samples than min_samples",
+    )
+    parser.add_argument(
+        "--min-samples", type=int, metavar="N", help="override min_samples (default 30)"
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="certify: SHOULD cases gate like MUST cases"
+    )
+
+
+def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        config = load_config(args.thresholds)
+        if args.min_samples is not None:
+            if args.min_samples < 1:
+                raise GateInputError("--min-samples must be at least 1")
+            config.min_samples = args.min_samples
+        baseline = load_result(args.baseline)
+        current = load_result(args.current)
+        report = run_gate(
+            baseline,
+            current,
+            config,
+            require_samples=args.require_samples,
+            strict=args.strict,
+        )
+    except (GateInputError, ResultsSchemaError) as exc:
+        print(f"wsmode gate: error: {exc}", file=err)
+        return EXIT_BAD_INPUT
+    out.write(render_text(report))
+    if args.markdown:
+        md = render_markdown(report)
+        if args.markdown == "-":
+            out.write("\n" + md)
+        else:
+            try:
+                with open(args.markdown, "a", encoding="utf-8") as f:
+                    f.write(md)
+            except OSError as exc:
+                print(f"wsmode gate: error: cannot write {args.markdown}: {exc}", file=err)
+                return EXIT_BAD_INPUT
+    return report.exit_code
