@@ -21,7 +21,7 @@ import dataclasses
 import math
 import random
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -34,6 +34,7 @@ __all__ = [
     "ProfileError",
     "Stage",
     "load_profile",
+    "parse_overrides",
 ]
 
 PROFILE_NAMES: Final[tuple[str, ...]] = (
@@ -241,3 +242,22 @@ def load_profile(name_or_path: str | Path) -> Profile:
         return Profile.from_mapping(data, name=default_name)
     except TypeError as exc:  # pragma: no cover - from_mapping checks keys first
         raise ProfileError(f"profile {default_name!r}: {exc}") from None
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
+    """Parse CLI overrides such as ``["decode_tokens_per_s=4000", "routing_ms=0"]``.
+
+    Values use TOML syntax (``2000``, ``0.5``, ``"text"``); feed the result to
+    :meth:`Profile.with_overrides`, which checks field names and values.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ProfileError(f"profile override {item!r} is not key=value")
+        try:
+            out[key] = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            raise ProfileError(f"profile override {item!r}: value is not a TOML value") from None
+    return out

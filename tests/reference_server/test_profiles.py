@@ -16,6 +16,7 @@ from reference_server.profiles import (
     Profile,
     ProfileError,
     load_profile,
+    parse_overrides,
 )
 
 COST_FIELDS = [
@@ -196,3 +197,14 @@ def test_load_profile_rejects_typos_unknown_names_and_bad_toml(tmp_path: Path) -
         load_profile(broken)
     with pytest.raises(ProfileError, match=re.escape(", ".join(PROFILE_NAMES))):
         load_profile("no-such-profile")
+
+
+def test_cli_overrides_parse_as_toml_values() -> None:
+    overrides = parse_overrides(["decode_tokens_per_s=2000", " routing_ms = 0.5", 'name="x"'])
+    assert overrides == {"decode_tokens_per_s": 2000, "routing_ms": 0.5, "name": "x"}
+    profile = load_profile("zero").with_overrides(**overrides)
+    assert profile.decode_tokens_per_s == 2000 and profile.routing_ms == 0.5
+    with pytest.raises(ProfileError, match="key=value"):
+        parse_overrides(["routing_ms"])
+    with pytest.raises(ProfileError, match="not a TOML value"):
+        parse_overrides(["routing_ms=fast"])
