@@ -1,0 +1,149 @@
+"""One request and the events it caused, over either transport, checked as they arrive.
+
+An `Exchange` is what the conformance cases and the load driver both work from: the events
+with arrival times, the protocol core's accumulator over them (violations, the reassembled
+output, the function calls to answer), or the request-level error, or the transport failure.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.protocol.accumulator import RequestError, ResponseAccumulator, StreamAccumulator
+from harness.protocol.errors import ApiError
+from harness.protocol.events import LIFECYCLE_TYPES
+from harness.protocol.requests import create_event
+from harness.transport.events import HttpStatusError, TimedEvent, TransportError
+from harness.transport.sse import SseClient
+from harness.transport.ws import WsClient
+
+_NOT_OUTPUT = frozenset({*LIFECYCLE_TYPES, "error"})
+
+
+@dataclass
+class Exchange:
+    request: dict[str, Any]
+    sent_ns: int
+    events: list[TimedEvent] = field(default_factory=list)
+    response: ResponseAccumulator | None = None
+    request_error: ApiError | None = None
+    transport_error: TransportError | None = None
+    bytes_sent: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.response is not None and self.response.terminal_type == "response.completed"
+
+    @property
+    def first_output_ns(self) -> int | None:
+        """Arrival of the first output event of any kind (the TTFT mark)."""
+        for timed in self.events:
+            if timed.type not in _NOT_OUTPUT:
+                return timed.received_ns
+        return None
+
+    @property
+    def ttft_ms(self) -> float | None:
+        first = self.first_output_ns
+        return (first - self.sent_ns) / 1e6 if first is not None else None
+
+    @property
+    def e2e_ms(self) -> float | None:
+        return (self.events[-1].received_ns - self.sent_ns) / 1e6 if self.events else None
+
+    def delta_gaps_ms(self) -> list[float]:
+        """Gaps between consecutive delta events (inter-token latency samples)."""
+        stamps = [t.received_ns for t in self.events if t.type.endswith(".delta")]
+        return [(b - a) / 1e6 for a, b in itertools.pairwise(stamps)]
+
+    @property
+    def bytes_received(self) -> int:
+        return sum(t.size_bytes for t in self.events)
+
+    @property
+    def final_response(self) -> dict[str, Any] | None:
+        return self.response.response if self.response is not None and self.response.done else None
+
+    @property
+    def response_id(self) -> str | None:
+        return self.response.response_id if self.response is not None else None
+
+
+async def ws_exchange(
+    client: WsClient,
+    body: Mapping[str, Any],
+    *,
+    timeout_s: float,
+    stream: StreamAccumulator | None = None,
+) -> Exchange:
+    """Send one `response.create` and read until its terminal or its request error."""
+    stream = stream if stream is not None else StreamAccumulator()
+    payload = create_event(**body)
+    exchange = Exchange(dict(payload), time.perf_counter_ns())
+    try:
+        exchange.bytes_sent = await client.send_json(payload)
+        await read_until_done(client, exchange, stream, timeout_s=timeout_s)
+    except TransportError as exc:
+        exchange.transport_error = exc
+    return exchange
+
+
+async def read_until_done(
+    client: WsClient, exchange: Exchange, stream: StreamAccumulator, *, timeout_s: float
+) -> None:
+    """Read events into `exchange` until its response ends or a request error arrives."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        remaining = deadline - time.monotonic()
+        timed = await client.recv(max(remaining, 0.001))
+        exchange.events.append(timed)
+        routed = stream.feed(timed.event)
+        if isinstance(routed, RequestError):
+            exchange.request_error = routed.error
+            return
+        if isinstance(routed, ResponseAccumulator):
+            exchange.response = routed
+            if routed.done:
+                return
+
+
+async def sse_exchange(client: SseClient, body: Mapping[str, Any], *, timeout_s: float) -> Exchange:
+    """POST one streaming request and read its SSE events to the end."""
+    exchange = Exchange(dict(body), time.perf_counter_ns())
+    accumulator = ResponseAccumulator()
+    try:
+        async for timed in client.stream(body):
+            exchange.events.append(timed)
+            if timed.type == "error" and accumulator.event_count == 0:
+                exchange.request_error = ApiError.from_event(timed.event)
+                continue
+            accumulator.feed(timed.event)
+            exchange.response = accumulator
+            if (time.perf_counter_ns() - exchange.sent_ns) / 1e9 > timeout_s:
+                raise TransportError(f"stream still running after {timeout_s} s")
+    except HttpStatusError as exc:
+        exchange.request_error = error_from_http(exc)
+    except TransportError as exc:
+        exchange.transport_error = exc
+    return exchange
+
+
+def error_from_http(exc: HttpStatusError) -> ApiError:
+    """The ApiError an HTTP error body carries (PROTOCOL.md §3.1)."""
+    try:
+        body = json.loads(exc.body)
+        payload = body.get("error", {}) if isinstance(body, dict) else {}
+    except ValueError:
+        payload = {}
+    return ApiError(
+        exc.status,
+        str(payload.get("type", "")),
+        payload.get("code") if isinstance(payload.get("code"), str) else None,
+        str(payload.get("message", exc.body[:200].decode("utf-8", "replace"))),
+        payload.get("param") if isinstance(payload.get("param"), str) else None,
+    )
