@@ -1,0 +1,259 @@
+"""`wsmode board`: ranking, spreads, conformance, and what a person sees in a real browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import main as cli_main
+from harness.report.board import build_rows, load_runs, write_board
+from harness.report.schema import load_result
+from harness.report.store import write_result
+from harness.report.svg import fmt_ms
+
+
+def _day(d: int) -> dict[str, str]:
+    return {"started_at": f"2025-03-0{d}T10:00:00Z", "ended_at": f"2025-03-0{d}T10:05:00Z"}
+
+
+@pytest.fixture
+def results_root(synth: Any, tmp_path: Path) -> Path:
+    """Four implementations: one with three runs, one distributed, one without
+    conformance, one with conformance only."""
+    root = tmp_path / "results"
+    for day, seed in ((1, 1), (2, 2)):
+        write_result(root, synth.bench(seed=seed, label=f"run{day}", **_day(day)))
+    write_result(
+        root,
+        synth.bench(seed=3, label="run3", scale={"ws": {"ttft_ms": 1.3}}, **_day(3)),
+    )
+    write_result(
+        root,
+        synth.bench(
+            target="vendor-b", seed=4, label="dist", workers=3, ttft_ms={"ws": 15.0, "http": 50.0}
+        ),
+    )
+    write_result(
+        root,
+        synth.bench(target="vendor-c", seed=5, label="c", ttft_ms={"ws": 35.0, "http": 40.0}),
+    )
+    write_result(root, synth.certify(synth.cases))
+    worse = dict(synth.cases)
+    worse["3.3.order.seq-from-zero"] = ("MUST", "FAIL")
+    write_result(root, synth.certify(worse, target="vendor-b", started_at="2025-03-01T08:00:00Z"))
+    write_result(root, synth.certify(synth.cases, target="vendor-b", label="old",
+                                     started_at="2025-02-01T08:00:00Z"))  # fmt: skip
+    write_result(root, synth.certify(synth.cases, target="vendor-d"))
+    return root
+
+
+def test_rows_rank_by_ws_ttft_p50_with_spread_and_conformance(results_root: Path) -> None:
+    rows = build_rows(load_runs([results_root]))
+    assert [(r.rank, r.target) for r in rows] == [
+        (1, "vendor-b"),
+        (2, "reference"),
+        (3, "vendor-c"),
+        (None, "vendor-d"),
+    ]
+    ref = rows[1]
+    assert ref.ttft_p50 is not None and ref.ttft_p50.runs == 3
+    assert ref.ttft_p50.low < ref.ttft_p50.value < ref.ttft_p50.high
+    assert ref.ttft_p50.high / ref.ttft_p50.low == pytest.approx(1.3, rel=0.1)  # the slow run
+    assert ref.conformance == {
+        "must_passed": 3,
+        "must_total": 3,
+        "should_passed": 1,
+        "should_total": 2,
+    }
+    # the latest certify run of vendor-b counts, not the older one
+    assert rows[0].conformance is not None and rows[0].conformance["must_passed"] == 2
+    assert ref.speedup is not None
+    median, lo, hi = ref.speedup
+    assert lo is not None and hi is not None and 1.0 < lo < median < hi
+    assert rows[3].conformance is not None and rows[3].ttft_p50 is None
+
+
+def test_distributed_run_ranks_like_a_single_process_run(synth: Any, tmp_path: Path) -> None:
+    """Histograms merged from three workers give exactly the numbers of one process."""
+    single = synth.bench(seed=9, target="x", workers=1)
+    distributed = synth.bench(seed=9, target="x", workers=3)
+    assert single["bench"]["samples"] == distributed["bench"]["samples"]
+    paths = []
+    for name, r in (("single", single), ("dist", distributed)):
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps(r))
+        paths.append(p)
+    a, b = (build_rows(load_runs([p]))[0] for p in paths)
+    assert (a.ttft_p50, a.ttft_p99, a.itl_p50, a.rollout_p50, a.speedup) == (
+        b.ttft_p50,
+        b.ttft_p99,
+        b.itl_p50,
+        b.rollout_p50,
+        b.speedup,
+    )
+
+
+def test_board_writes_html_markdown_and_raw_copies(results_root: Path, tmp_path: Path) -> None:
+    out = tmp_path / "board"
+    assert cli_main(["board", str(results_root), "--out", str(out)]) == 0
+    html = (out / "index.html").read_text()
+    md = (out / "leaderboard.md").read_text()
+    assert "<script" not in html and "http://" not in html.replace(
+        'xmlns="http://www.w3.org/2000/svg"', ""
+    )
+    assert md.index("| 1 | vendor-b |") < md.index("| 2 | reference |") < md.index("| 3 | vendor-c")
+    assert "MUST 2/3 · SHOULD 1/2" in md
+    copies = sorted((out / "results").glob("*.json"))
+    assert len(copies) == 9
+    for copy in copies:
+        load_result(copy)  # each copy is a valid results file
+        assert f'href="results/{copy.name}"' in html
+
+
+def test_board_refuses_invalid_input(tmp_path: Path, capsys: Any) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "wsmode-results", "schema_version": 9}')
+    assert cli_main(["board", str(bad), "--out", str(tmp_path / "b")]) == 2
+    assert "schema_version" in capsys.readouterr().err
+    assert cli_main(["board", str(tmp_path / "empty-dir"), "--out", str(tmp_path / "b")]) == 2
+
+
+# -- in a real browser ----------------------------------------------------------------------------
+class _TableReader(HTMLParser):
+    """Visible text of each cell of table#leaderboard, and of every SVG <text>."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self.header: list[str] = []
+        self.svg_texts: list[str] = []
+        self._in_table = self._in_cell = self._in_svg_text = False
+        self._cell: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table" and ("id", "leaderboard") in attrs:
+            self._in_table = True
+        elif self._in_table and tag == "tr":
+            self.rows.append([])
+        elif self._in_table and tag in ("td", "th"):
+            self._in_cell, self._cell = True, []
+        elif tag == "text":
+            self._in_svg_text, self._cell = True, []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self._in_table = False
+        elif self._in_cell and tag in ("td", "th"):
+            self._in_cell = False
+            self.rows[-1].append(" ".join("".join(self._cell).split()))
+        elif tag == "text" and self._in_svg_text:
+            self._in_svg_text = False
+            self.svg_texts.append("".join(self._cell).strip())
+
+    def handle_data(self, data: str) -> None:
+        if self._in_cell or self._in_svg_text:
+            self._cell.append(data)
+
+
+def _chromium() -> str:
+    exe = shutil.which("chromium")
+    if exe is None:
+        message = (
+            "headless Chromium is needed to check the leaderboard as a person sees it: "
+            "install Debian's package with `apt-get install -y chromium`"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return exe
+
+
+def _dump_dom(exe: str, page: Path, profile: Path) -> str:
+    proc = subprocess.run(
+        [
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=45,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_leaderboard_in_headless_chromium(results_root: Path, tmp_path: Path) -> None:
+    exe = _chromium()
+    out = tmp_path / "board"
+    rows = write_board([results_root], out)
+    dom = _dump_dom(exe, out / "index.html", tmp_path / "chromium-profile")
+
+    reader = _TableReader()
+    reader.feed(dom)
+    header, *body = reader.rows
+    assert header[:9] == [
+        "Rank",
+        "Implementation",
+        "TTFT p50",
+        "TTFT p99",
+        "ITL p50",
+        "Rollout e2e p50",
+        "WS speedup (95% CI)",
+        "Conformance",
+        "Runs",
+    ]
+    col = {name: i for i, name in enumerate(header)}
+    # ranking order, as displayed
+    assert [(r[col["Rank"]], r[col["Implementation"]]) for r in body] == [
+        ("1", "vendor-b"),
+        ("2", "reference"),
+        ("3", "vendor-c"),
+        ("—", "vendor-d"),
+    ]
+    by_name = {r[col["Implementation"]]: r for r in body}
+    ref_row = next(r for r in rows if r.target == "reference")
+    assert ref_row.ttft_p50 is not None and ref_row.ttft_p99 is not None
+    # numbers: the merged-histogram value, then the min–max spread over the three runs
+    assert by_name["reference"][col["TTFT p50"]] == (
+        f"{fmt_ms(ref_row.ttft_p50.value)} ms "
+        f"({fmt_ms(ref_row.ttft_p50.low)}–{fmt_ms(ref_row.ttft_p50.high)})"
+    )
+    assert by_name["reference"][col["Runs"]] == "3"
+    vb = next(r for r in rows if r.target == "vendor-b")
+    assert vb.ttft_p50 is not None
+    assert by_name["vendor-b"][col["TTFT p50"]] == f"{fmt_ms(vb.ttft_p50.value)} ms"
+    assert 13.0 < vb.ttft_p50.value < 17.0  # configured 15 ms median
+    assert by_name["vendor-b"][col["WS speedup (95% CI)"]].endswith("]")
+    # the conformance score, merged from the certify results of the same target
+    assert by_name["reference"][col["Conformance"]] == "MUST 3/3 · SHOULD 1/2"
+    assert by_name["vendor-b"][col["Conformance"]] == "MUST 2/3 · SHOULD 1/2"
+    assert by_name["vendor-c"][col["Conformance"]] == "—"
+    assert by_name["vendor-d"][col["TTFT p50"]] == "—"
+    # links to the raw files and the environment
+    assert "run1 (env)" in by_name["reference"][col["Details"]]
+    # the plots were rendered, naming every ranked target, bars in ranking order
+    texts = reader.svg_texts
+    assert "TTFT p50 (ws), whiskers: min–max across runs" in texts
+    bar_labels = [t for t in texts if t in ("vendor-b", "reference", "vendor-c")]
+    assert bar_labels[:3] == ["vendor-b", "reference", "vendor-c"]
+    assert fmt_ms(vb.ttft_p50.value) in texts
+    assert "TTFT distribution (ws), all runs merged" in texts
+    assert dom.count("<polyline") == 3  # one CDF line per ranked target

@@ -1,0 +1,72 @@
+"""`wsmode results list|show` and the registration of the report subcommands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import build_parser
+from harness.cli import main as cli_main
+from harness.report.store import write_result
+
+
+def test_report_commands_are_registered() -> None:
+    parser = build_parser()
+    for argv in (
+        ["gate", "--baseline", "a", "--current", "b"],
+        ["board", "x.json"],
+        ["results", "list"],
+        ["results", "show", "f.json"],
+    ):
+        args = parser.parse_args(argv)
+        assert callable(args.handler)
+
+
+def test_results_list_and_show(synth: Any, tmp_path: Path, capsys: Any) -> None:
+    root = tmp_path / "results"
+    assert cli_main(["results", "list", "--root", str(root)]) == 0
+    assert "no results under" in capsys.readouterr().out
+
+    bench_path = write_result(root, synth.bench(rollouts=3, turns=2, label="nightly"))
+    cert_path = write_result(root, synth.certify(synth.cases))
+    assert cli_main(["results", "list", "--root", str(root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[1:4] for line in lines] == [
+        ["certify", "reference", "certify"],
+        ["bench", "reference", "nightly"],
+    ]
+
+    assert cli_main(["results", "show", str(bench_path)]) == 0
+    out = capsys.readouterr().out
+    assert "bench result 'nightly' (schema v1)" in out
+    assert "speedup ws vs http:" in out
+    assert any(line.split()[:3] == ["ws", "ttft_ms", "6"] for line in out.splitlines())
+
+    assert cli_main(["results", "show", str(cert_path)]) == 0
+    out = capsys.readouterr().out
+    assert "MUST 3/3  SHOULD 1/2" in out
+    assert "FAIL" in out and "4.2.cache.evict" in out
+
+    assert cli_main(["results", "show", "--json", str(cert_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "certify"
+
+    (root / "bench" / "broken.json").write_text("[]")
+    assert cli_main(["results", "list", "--root", str(root)]) == 1
+    assert "INVALID" in capsys.readouterr().out
+    assert cli_main(["results", "show", str(root / "bench" / "broken.json")]) == 2
+
+
+def test_results_without_action_prints_usage(capsys: Any) -> None:
+    assert cli_main(["results"]) == 2
+    assert "list" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["gate", "board"])
+def test_help_mentions_the_exit_codes_or_outputs(command: str, capsys: Any) -> None:
+    with pytest.raises(SystemExit):
+        cli_main([command, "--help"])
+    out = capsys.readouterr().out
+    assert ("Exit codes" in out) if command == "gate" else ("index.html" in out)
