@@ -322,7 +322,10 @@ class _Synth:
         hi = int(hi_decl) if hi_decl is not None else lo + 3
         if lo > hi:
             raise UnsatisfiableSchema(f"property {name or '<root>'!r}: minItems > maxItems")
-        n = lo if depth >= MAX_DEPTH else self.rng.randint(lo, min(hi, max(lo, 1) + 2))
+        # Without minItems, prefer 1-3 items (an empty list is valid but rarely what a model
+        # sends); maxItems: 0 still yields [].
+        floor = min(max(lo, 1), hi)
+        n = lo if depth >= MAX_DEPTH else self.rng.randint(floor, min(hi, floor + 2))
         singular = name[:-1] if name.endswith("s") else name
         unique = bool(schema.get("uniqueItems"))
         out: list[Any] = []
@@ -440,7 +443,7 @@ class _Synth:
         if hi and hi[1] and ihi == hi[0]:
             ihi = int(hi[0]) - 1
         if ilo is None and ihi is None:
-            ilo, ihi = (1, 500) if "line" in name.lower() else (0, 100)
+            ilo, ihi = _default_range(name)
         elif ilo is None:
             assert ihi is not None
             ilo = min(0, ihi) if ihi >= 0 else ihi - 100
@@ -455,6 +458,9 @@ class _Synth:
         flo = lo[0] if lo else None
         fhi = hi[0] if hi else None
         if flo is None and fhi is None:
+            hinted = _default_range(name)
+            if hinted != (0, 100):  # a count-like name: whole numbers read more plausibly
+                return self.rng.randint(*hinted)
             flo, fhi = 0.0, 100.0
         elif flo is None:
             assert fhi is not None
@@ -537,6 +543,20 @@ class _Synth:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+def _default_range(name: str) -> tuple[int, int]:
+    """A plausible range for an unbounded number, from its property name."""
+    n = name.lower()
+    if "timeout" in n or n.endswith(("_ms", "ms")):
+        return (1000, 120_000)
+    if n.endswith(("_s", "seconds", "_sec")):
+        return (1, 300)
+    if "line" in n:
+        return (1, 500)
+    if any(h in n for h in ("offset", "limit", "count", "max", "num", "size", "depth", "page")):
+        return (1, 200)
+    return (0, 100)
 
 
 def _infer_type(schema: Mapping[str, Any]) -> str:

@@ -416,3 +416,22 @@ def test_unsatisfiable_schemas_raise_a_value_error(schema: Mapping[str, Any]) ->
     with pytest.raises(UnsatisfiableSchema) as info:
         synthesize_arguments(schema, random.Random(0))
     assert isinstance(info.value, ValueError)
+
+
+def test_unbounded_numbers_and_arrays_take_plausible_defaults() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "timeout_ms": {"type": "number"},
+            "line": {"type": "integer"},
+            "command": {"type": "array", "items": {"type": "string"}},
+            "none_allowed": {"type": "array", "maxItems": 0},
+        },
+        "required": ["timeout_ms", "line", "command", "none_allowed"],
+    }
+    for seed in range(50):
+        args = synthesize_arguments(schema, random.Random(seed))
+        assert 1000 <= args["timeout_ms"] <= 120_000
+        assert 1 <= args["line"] <= 500
+        assert 1 <= len(args["command"]) <= 3
+        assert args["none_allowed"] == []
