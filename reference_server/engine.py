@@ -3,9 +3,10 @@
 :meth:`Engine.plan` turns a request's shape into a :class:`GenerationPlan`: the output items with
 their token pieces, usage counts, the time to first token and the decode rate. It reads no clock
 and does no I/O; the server emits the plan's pieces on a :class:`~reference_server.schedule.
-TokenSchedule`. Two random streams are derived from ``(engine seed, seed_material)`` with SHA-256,
-one for content and one for timing, so the same request produces the same output in every
-process and under every profile (only its timing changes with the profile).
+TokenSchedule`. Random streams are derived from ``(engine seed, seed_material)`` with SHA-256:
+one for content, one for queue/prefill jitter and one for the decode rate, so the same request
+produces the same output in every process and under every profile (only its timing changes with
+the profile), and gets the same burst decision and jitter whatever its cached-token split.
 
 Content (without a script):
 
@@ -212,18 +213,21 @@ class Engine:
             )
         items, truncated = _truncate(items, max_output_tokens)
 
-        timing = self.rng(seed_material, "timing")
+        # Timing draws a fixed number of values from its own streams, so the same request gets
+        # the same burst decision and jitter factors whatever its cached-token split (a WS turn
+        # and its HTTP twin differ only in what they are charged for).
         p = self.profile
+        timing = self.rng(seed_material, "timing")
         queue_s = p.stage_cost_s("queue", 1, rng=timing)
         prefill_s = p.stage_cost_s(
             "prefill_uncached", input_tokens - cached_tokens, rng=timing
         ) + p.stage_cost_s("prefill_cached", cached_tokens, rng=timing)
-        burst_draw = timing.random()
-        burst = p.burst_tokens_per_s is not None and burst_draw < p.burst_probability
+        decode = self.rng(seed_material, "decode")
+        burst = p.burst_tokens_per_s is not None and decode.random() < p.burst_probability
         base_rate = p.decode_tokens_per_s
         if burst and p.burst_tokens_per_s is not None:
             base_rate = p.burst_tokens_per_s
-        rate = base_rate * p.jitter(timing)
+        rate = base_rate * p.jitter(decode)
 
         return GenerationPlan(
             items=items,

@@ -176,10 +176,15 @@ class Profile:
     # -- costs --------------------------------------------------------------------------------
 
     def jitter(self, rng: random.Random | None) -> float:
-        """A multiplicative jitter factor in ``[1 - j, 1 + j]`` (1.0 without an rng)."""
-        if rng is None or self.jitter_fraction == 0.0:
+        """A multiplicative jitter factor in ``[1 - j, 1 + j]`` (1.0 without an rng).
+
+        With an rng it always consumes exactly one draw (even when the factor is 1.0), so the
+        draws that follow do not depend on which costs happened to be zero.
+        """
+        if rng is None:
             return 1.0
-        return 1.0 + rng.uniform(-self.jitter_fraction, self.jitter_fraction)
+        u = rng.random()
+        return 1.0 + self.jitter_fraction * (2.0 * u - 1.0)
 
     def stage_cost_us(
         self, stage: Stage, work_units: float = 1.0, *, rng: random.Random | None = None
@@ -197,10 +202,11 @@ class Profile:
             ) from None
         if work_units < 0 or math.isnan(work_units):
             raise ValueError(f"work_units must be >= 0, got {work_units!r}")
+        factor = self.jitter(rng)  # drawn first: one draw per call, whatever the work
         per_unit = float(getattr(self, field_name)) * us_per_unit
         if per_unit == 0.0 or work_units == 0:
             return 0.0
-        return per_unit * work_units * self.load_factor * self.jitter(rng)
+        return per_unit * work_units * self.load_factor * factor
 
     def stage_cost_s(
         self, stage: Stage, work_units: float = 1.0, *, rng: random.Random | None = None

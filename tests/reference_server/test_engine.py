@@ -497,3 +497,17 @@ def test_invalid_scripts_name_the_index_and_field(script: Any, needle: str) -> N
     with pytest.raises(InvalidScript, match=needle) as info:
         plan(script=script)
     assert isinstance(info.value, PlanError)
+
+
+def test_paired_requests_share_burst_and_jitter_whatever_their_cache_split() -> None:
+    """A WS turn (mostly cached) and its HTTP twin (uncached) differ only in what is charged."""
+    prod = load_profile("production-like")
+    engine = Engine(prod, seed=8)
+    for i in range(100):
+        ws = plan(engine, f"pair-{i}", input_tokens=50_000, cached_tokens=49_000)
+        http = plan(engine, f"pair-{i}", input_tokens=50_000, cached_tokens=0)
+        assert ws.decode_tokens_per_s == http.decode_tokens_per_s
+        assert ws.burst == http.burst
+        assert ws.queue_s == http.queue_s
+        assert ws.items == http.items
+        assert ws.prefill_s < http.prefill_s

@@ -143,6 +143,13 @@ def test_jitter_is_bounded_and_seeded() -> None:
     assert all(950 <= c <= 1050 for c in costs)
     assert len(set(costs)) > 400  # actually jittered
     assert p.stage_cost_us("safety", 1000) == 1000  # no rng, no jitter
+    # one draw per call whatever the work, so later draws do not depend on zero-cost stages
+    r1, r2 = random.Random(5), random.Random(5)
+    p.stage_cost_us("safety", 0, rng=r1)
+    p.stage_cost_us("routing", 10, rng=r1)  # routing costs 0 in this profile
+    p.stage_cost_us("safety", 7, rng=r2)
+    p.stage_cost_us("safety", 9, rng=r2)
+    assert r1.random() == r2.random()
 
 
 def test_stage_cost_rejects_unknown_stage_and_negative_work() -> None:
