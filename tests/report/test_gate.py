@@ -303,3 +303,17 @@ def test_gate_output_fits_a_terminal(synth: Any) -> None:
     text = render_text(run_gate(synth.bench(seed=1), synth.bench(seed=2)))
     assert all(len(line) <= 120 for line in text.splitlines())
     assert io.StringIO(text).readline().startswith("wsmode gate (bench)")
+
+
+def test_the_documented_thresholds_file_is_accepted() -> None:
+    import re
+    import tomllib
+
+    readme = (Path(__file__).parents[2] / "results" / "README.md").read_text()
+    block = re.search(r"```toml\n(.*?)```", readme, re.S)
+    assert block is not None
+    config = config_from_dict(tomllib.loads(block.group(1)), "README")
+    assert config.checks_for("ttft_ms") == [(50.0, 5.0), (90.0, 20.0), (99.0, 30.0)]
+    assert config.checks_for("itl_ms") == [(50.0, 10.0)]
+    assert config.checks_for("speedup_vs_http") == [(50.0, 10.0)]
+    assert "tpot_ms" in config.enabled and "error_rate" in config.enabled
