@@ -14,6 +14,7 @@ it, the coordinator can `merge` it, and the report can read it back with `from_d
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ SIGNIFICANT_FIGURES = 3
 # The metric names the load harness records; others are allowed (units in the key: `_ms`).
 METRIC_NAMES = ("ttft_ms", "itl_ms", "tpot_ms", "turn_e2e_ms", "rollout_e2e_ms")
 SUMMARY_PERCENTILES = (50.0, 90.0, 99.0)
+_METRIC_NAME = re.compile(r"^[a-z0-9_]+$")
 
 
 class LatencyHistogram:
@@ -211,6 +213,8 @@ class MetricSet:
         """The histogram for `name`, created empty if absent."""
         hist = self._hists.get(name)
         if hist is None:
+            if not _METRIC_NAME.match(name):
+                raise ValueError(f"metric names are lowercase with a unit suffix, got {name!r}")
             hist = self._hists[name] = LatencyHistogram()
         return hist
 

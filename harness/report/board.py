@@ -193,6 +193,9 @@ def _speedup(row: Row) -> str:
     text = f"{median:.2f}×"
     if lo is not None and hi is not None:
         text += f" [{lo:.2f}–{hi:.2f}]"
+    spread = row.speedup_spread
+    if spread is not None and spread.runs > 1:
+        text += f" ({spread.low:.2f}–{spread.high:.2f})"
     return text
 
 

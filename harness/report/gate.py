@@ -96,6 +96,8 @@ def _parse_pct_key(key: str, where: str) -> float:
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise GateInputError(f"{where}: expected a number, got {value!r}")
+    if value < 0:
+        raise GateInputError(f"{where}: limits are allowed worsening, >= 0; got {value!r}")
     return float(value)
 
 

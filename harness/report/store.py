@@ -67,6 +67,14 @@ def write_result(root: str | Path, result: dict[str, Any]) -> Path:
             except FileExistsError:
                 n += 1
                 candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+            except OSError:  # a file system without hard links: exclusive create instead
+                try:
+                    with open(candidate, "x", encoding="utf-8") as f:
+                        f.write(text)
+                    break
+                except FileExistsError:
+                    n += 1
+                    candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
     finally:
         os.unlink(tmp)
     return candidate

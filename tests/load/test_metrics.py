@@ -135,6 +135,8 @@ def test_metric_set_reads_a_results_mode_entry() -> None:
         MetricSet.from_dict({})
     with pytest.raises(ValueError, match="'ttft_ms'"):
         MetricSet.decode({"ttft_ms": "###"})
+    with pytest.raises(ValueError, match="unit suffix"):
+        MetricSet().record_ms("TTFT ms", 1.0)
 
 
 def test_fast_readers_agree_with_hdrh_own_iterators() -> None:

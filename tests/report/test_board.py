@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -241,7 +242,11 @@ def test_leaderboard_in_headless_chromium(results_root: Path, tmp_path: Path) ->
     assert vb.ttft_p50 is not None
     assert by_name["vendor-b"][col["TTFT p50"]] == f"{fmt_ms(vb.ttft_p50.value)} ms"
     assert 13.0 < vb.ttft_p50.value < 17.0  # configured 15 ms median
-    assert by_name["vendor-b"][col["WS speedup (95% CI)"]].endswith("]")
+    speedup_cell = r"\d\.\d\d× \[\d\.\d\d–\d\.\d\d\]"
+    assert re.fullmatch(speedup_cell, by_name["vendor-b"][col["WS speedup (95% CI)"]])
+    # three runs: the CI of the pooled rollouts, then the min–max of the per-run medians
+    spread = r" \(\d\.\d\d–\d\.\d\d\)"
+    assert re.fullmatch(speedup_cell + spread, by_name["reference"][col["WS speedup (95% CI)"]])
     # the conformance score, merged from the certify results of the same target
     assert by_name["reference"][col["Conformance"]] == "MUST 3/3 · SHOULD 1/2"
     assert by_name["vendor-b"][col["Conformance"]] == "MUST 2/3 · SHOULD 1/2"

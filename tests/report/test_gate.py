@@ -174,6 +174,7 @@ def _toml(path: Path) -> dict[str, Any]:
         ({"metric": {"ttft_ms": {"p50": "5%"}}}, "expected a number"),
         ({"percentiles": ["p75"]}, "no threshold for p75"),
         ({"min_samples": -1}, "non-negative integer"),
+        ({"thresholds": {"p50": -5}}, "allowed worsening, >= 0"),
     ],
 )
 def test_bad_thresholds_are_refused(data: dict[str, Any], message: str) -> None:
