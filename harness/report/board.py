@@ -223,14 +223,14 @@ def _environment_notes(runs: Sequence[Run]) -> list[str]:
 
 
 _CSS = """
-body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1320px;padding:0 1rem;color:#222}
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1400px;padding:0 1rem;color:#222}
 h1{margin-bottom:.2rem}.sub{color:#666;margin-top:0}
 table{border-collapse:collapse;width:100%;margin:1rem 0;font-size:14px}
 th,td{border-bottom:1px solid #ddd;padding:6px 6px;text-align:left;vertical-align:top}
 th{background:#f5f5f5}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.unranked td{color:#777}.note{background:#fff8e1;padding:6px 10px;border-left:3px solid #f0b400}
 details{margin:.4rem 0}pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}
-.links{font-size:12px;white-space:nowrap}td.conf{white-space:nowrap}
+.links{font-size:12px;white-space:nowrap}td.conf{white-space:nowrap}td.sp{white-space:normal}
 .run{margin:.3rem 0;padding:2px 4px}.run:target{background:#fff3c4}
 .plots svg{display:block;margin:1rem 0;max-width:100%;height:auto}
 """
@@ -284,6 +284,7 @@ def render_html(rows: Sequence[Row], runs: Sequence[Run], *, title: str) -> str:
         for i, cell in enumerate(_cells(row)):
             klass = ' class="num"' if i in (0, 2, 3, 4, 5, 6, 8) else ""
             klass = ' class="conf"' if i == 7 else klass
+            klass = ' class="num sp"' if i == 6 else klass
             out.append(f"<td{klass}>{escape(cell)}</td>")
         links = [
             f'<a href="results/{escape(r.copy_name)}">'
