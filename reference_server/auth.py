@@ -10,11 +10,9 @@ import hashlib
 import hmac
 from collections.abc import Iterable
 
+from reference_server.store import tenant_for_api_key
+
 ANONYMOUS_TENANT = "anonymous"
-
-
-def tenant_of(api_key: str) -> str:
-    return "k_" + hashlib.sha256(api_key.encode("utf-8")).hexdigest()[:32]
 
 
 class KeyRing:
@@ -37,4 +35,4 @@ class KeyRing:
         matched = False
         for known in self._digests:
             matched |= hmac.compare_digest(digest, known)
-        return tenant_of(key) if matched else None
+        return tenant_for_api_key(key) if matched else None
