@@ -197,9 +197,11 @@ def input_message(text: str, role: str = "user") -> JSONObject:
 class OutputSpec:
     """One model output item to reproduce: a message, a function call or a reasoning item.
 
-    ``tokens`` is how many output tokens the item costs (for reasoning: the hidden reasoning
-    tokens, of which ``summary`` is the visible part). Fields that do not apply to ``type`` stay
-    empty.
+    ``tokens``: for a message or function call, the output tokens the item cost when recorded
+    (≈ chars / 4 when generated; a replaying server derives its own count from the text). For
+    reasoning, the *hidden* reasoning tokens, decoded before the visible ``summary`` (the
+    reference server's scripted ``tokens``); :attr:`total_tokens` adds the summary. Fields that
+    do not apply to ``type`` stay empty.
     """
 
     type: OutputType
@@ -227,8 +229,15 @@ class OutputSpec:
         )
 
     @classmethod
-    def reasoning(cls, summary: str, tokens: int | None = None) -> OutputSpec:
-        return cls(type="reasoning", summary=summary, tokens=_default_tokens(tokens, summary))
+    def reasoning(cls, summary: str, tokens: int = 0) -> OutputSpec:
+        return cls(type="reasoning", summary=summary, tokens=tokens)
+
+    @property
+    def total_tokens(self) -> int:
+        """Output tokens of the item: ``tokens``, plus the summary's estimate for reasoning."""
+        if self.type == "reasoning":
+            return self.tokens + estimate_tokens(self.summary)
+        return self.tokens
 
     def to_json(self) -> JSONObject:
         """The trace-file form of this output item."""
@@ -317,7 +326,8 @@ class Turn:
 
     @property
     def output_tokens(self) -> int:
-        return sum(o.tokens for o in self.output)
+        """Output tokens of the turn (reasoning summaries included)."""
+        return sum(o.total_tokens for o in self.output)
 
     def script(self) -> list[JSONObject]:
         """This turn's outputs as reference-server scripted items."""
@@ -487,9 +497,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _tokens(obj: Mapping[str, Any], where: str, text: str) -> int:
+def _tokens(obj: Mapping[str, Any], where: str, text: str | None) -> int:
     if "tokens" not in obj:
-        return max(1, estimate_tokens(text))
+        return 0 if text is None else max(1, estimate_tokens(text))
     value = obj["tokens"]
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise _fail(f"{where}.tokens", "an integer >= 0", value)
@@ -606,7 +616,7 @@ def _parse_output(out: Any, where: str) -> OutputSpec:
         )
     if kind == "reasoning":
         summary = _str(out, "summary", where, empty_ok=True)
-        return OutputSpec(type="reasoning", summary=summary, tokens=_tokens(out, where, summary))
+        return OutputSpec(type="reasoning", summary=summary, tokens=_tokens(out, where, None))
     raise _fail(f"{where}.type", "one of " + ", ".join(OUTPUT_TYPES), kind)
 
 

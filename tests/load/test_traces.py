@@ -139,7 +139,9 @@ def test_load_builds_the_model(tmp_path: Path) -> None:
     assert r.turns[1].tool_wait_ms == 1250.5
     assert r.turns[1].observed == {"ttft_ms": 210.0, "input_tokens": 900, "cached_tokens": 800}
     assert r.turns[0].output[0] == OutputSpec(type="reasoning", summary="Look first.", tokens=40)
-    assert r.total_output_tokens == 40 + 9 + 4 + 4 + 2
+    # reasoning: 40 hidden tokens plus the summary's estimate ("Look first." -> 3)
+    assert r.turns[0].output_tokens == 40 + 3 + 9 + 4
+    assert r.total_output_tokens == 40 + 3 + 9 + 4 + 4 + 2
     assert r.total_tool_wait_ms == 4250.5
 
 
@@ -154,6 +156,16 @@ def test_script_items_are_the_reference_server_scripted_items(tmp_path: Path) ->
     assert r.turns[2].script() == [{"type": "message", "text": "Fixed."}]
 
 
+def test_scripts_pass_the_reference_server_script_validator(tmp_path: Path) -> None:
+    engine = pytest.importorskip("reference_server.engine")
+    rollouts = load_sample(tmp_path)
+    if SMOKE.exists():
+        rollouts += load_traces(SMOKE)
+    for rollout in rollouts:
+        for turn in rollout.turns:
+            engine.validate_script(turn.script())
+
+
 def test_unknown_extra_fields_are_tolerated(tmp_path: Path) -> None:
     lines = sample_lines()
     lines[0]["future_field"] = {"x": 1}
@@ -165,12 +177,15 @@ def test_unknown_extra_fields_are_tolerated(tmp_path: Path) -> None:
     assert r.turns[0].output[1].call_id == "call_a"
 
 
-def test_tokens_default_to_a_chars_estimate(tmp_path: Path) -> None:
+def test_tokens_default_to_a_chars_estimate_and_zero_hidden_reasoning(tmp_path: Path) -> None:
     lines = sample_lines()
     del lines[3]["output"][0]["tokens"]
     lines[3]["output"][0]["text"] = "x" * 41
+    del lines[1]["output"][0]["tokens"]
     [r] = load_sample(tmp_path, lines)
     assert r.turns[2].output[0].tokens == 11
+    assert r.turns[0].output[0].tokens == 0
+    assert r.turns[0].output[0].total_tokens == 3
 
 
 def test_round_trip_dump_then_load_is_identity(tmp_path: Path) -> None:
