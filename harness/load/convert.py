@@ -276,6 +276,8 @@ def _codex_item(
             raise where.error(f"unknown message role {_show(role)}", ".role")
     elif kind == "reasoning":
         summary = item.get("summary") or []
+        if not isinstance(summary, list):
+            raise where.error(f"expected a list of summary parts, got {_show(summary)}", ".summary")
         text = "\n\n".join(_text_of([part], where, ".summary") for part in summary)
         builder.add_output(OutputSpec.reasoning(text, 0), when, where)
     elif kind in _CODEX_CALLS:

@@ -184,6 +184,8 @@ CODEX_BAD = [
      "payload.call_id", 'call_id "call_nope" answers no function call'),
     ("output first", lambda ls: ls.__setitem__(1, ls[7]), 2, "payload",
      "model output before any input"),
+    ("bad summary", lambda ls: ls[7]["payload"].__setitem__("summary", "text"), 8,
+     "payload.summary", "expected a list of summary parts"),
     ("bad content", lambda ls: ls[14]["payload"].__setitem__("content", 5), 15,
      "payload.content", "expected a string or a list of content parts"),
 ]  # fmt: skip
