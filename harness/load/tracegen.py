@@ -38,9 +38,12 @@ from harness.load.traces import (
 
 __all__ = [
     "CONTEXT_BOUNDS",
+    "CORPUS_LAYOUT",
+    "CORPUS_SEED",
     "DEFAULT_MODEL",
     "KINDS",
     "TOOLS",
+    "corpus_rollouts",
     "corpus_stats",
     "derive_seed",
     "generate_corpus",
