@@ -712,11 +712,16 @@ def filler_pieces(n: int, rng: random.Random) -> tuple[str, ...]:
     chunks = [_chunk(rng)]
     cut: list[str] = []
     for _attempt in range(4):
-        text = "".join(chunks)
-        while len(text) < 4 * n or count_tokens(text) <= n:
+        # Grow by chunk token counts (linear); boundaries can merge pieces, so check at the end.
+        estimate = sum(map(count_tokens, chunks))
+        while estimate <= n + 16:
             chunks.append(_chunk(rng))
-            text = "".join(chunks)
-        cut = split(text)[:n]
+            estimate += count_tokens(chunks[-1])
+        pieces = split("".join(chunks))
+        while len(pieces) <= n:
+            chunks.append(_chunk(rng))
+            pieces = split("".join(chunks))
+        cut = pieces[:n]
         if split("".join(cut)) == cut:
             break
         chunks = [*chunks[1:], _chunk(rng)]  # move the cut: start one paragraph later
