@@ -205,10 +205,11 @@ class TurnRunner:
         metrics = self.services.metrics
         cache = self._cache(ctx)
         use_cache = cache is not None and self.optimizations.connection_cache
-        cached = cache.get(previous_id) if use_cache and cache is not None else None
-        if cache is not None and "cache-fifo" in self.config.faults and cached is not None:
-            cache.evict(previous_id)  # re-insert at its old rank: LRU degrades to FIFO
-            cache.put(previous_id, cached, cached.size_bytes)
+        cached = None
+        if use_cache and cache is not None:
+            # The cache-fifo fault reads without refreshing recency: LRU degrades to FIFO.
+            fifo = "cache-fifo" in self.config.faults
+            cached = cache.peek(previous_id) if fifo else cache.get(previous_id)
         if cached is not None and cached.tenant == ctx.tenant:
             metrics.inc("wsmode_cache_total", outcome="hit")
             return cached, Resolution.HIT

@@ -64,6 +64,11 @@ class ResponseCache(Generic[V]):
         self._entries.move_to_end(response_id)
         return entry[0]
 
+    def peek(self, response_id: str) -> V | None:
+        """The value without refreshing its recency (what a FIFO cache would do on a hit)."""
+        entry = self._entries.get(response_id)
+        return entry[0] if entry is not None else None
+
     def put(self, response_id: str, value: V, size_bytes: int = 0) -> list[str]:
         """Insert as most recent; returns the ids evicted to respect the bounds."""
         self.evict(response_id)

@@ -19,6 +19,14 @@ def test_lru_order_respects_reads() -> None:
     assert list(cache) == ["c", "a", "d"]
 
 
+def test_peek_does_not_refresh_recency() -> None:
+    cache: ResponseCache[int] = ResponseCache(CachePolicy(depth=2))
+    cache.put("a", 0)
+    cache.put("b", 1)
+    assert cache.peek("a") == 0 and cache.peek("zz") is None
+    assert cache.put("c", 2) == ["a"]
+
+
 def test_byte_bound_evicts_oldest_but_keeps_the_newest() -> None:
     cache: ResponseCache[None] = ResponseCache(CachePolicy(depth=10, max_bytes=100))
     cache.put("a", None, 60)
