@@ -75,7 +75,11 @@ class WsClient:
     async def send_json(self, payload: Mapping[str, Any]) -> int:
         return await self.send_text(wire.dumps(payload))
 
+    def observe(self, direction: str, data: str | bytes, at_ns: int) -> None:
+        """Hook for recorders (the conformance wire log): every frame sent or received."""
+
     async def send_text(self, text: str) -> int:
+        self.observe("send", text, time.perf_counter_ns())
         try:
             await self.connection.send(text)
         except ConnectionClosed as exc:
@@ -84,6 +88,7 @@ class WsClient:
         return len(text)
 
     async def send_bytes(self, data: bytes) -> None:
+        self.observe("send", data, time.perf_counter_ns())
         try:
             await self.connection.send(data)
         except ConnectionClosed as exc:
@@ -99,6 +104,7 @@ class WsClient:
         except ConnectionClosed as exc:
             raise _closed(exc) from None
         received_ns = time.perf_counter_ns()
+        self.observe("recv", raw, received_ns)
         self.bytes_received += len(raw)
         if isinstance(raw, bytes):
             raise GarbageFrame("binary frame from the server", raw)
@@ -115,7 +121,8 @@ class WsClient:
         try:
             async with asyncio.timeout(timeout_s):
                 while True:
-                    await self.connection.recv()
+                    raw = await self.connection.recv()
+                    self.observe("recv", raw, time.perf_counter_ns())
         except ConnectionClosed as exc:
             received = exc.rcvd
             return (received.code, received.reason) if received else (None, "")
