@@ -321,7 +321,8 @@ class TurnRunner:
         finally:
             services.metrics.in_flight -= 1
 
-        services.prefix_cache.insert(prepared.item_keys, _cumulative(prepared))
+        if prepared.item_keys:  # the prompt is now prefilled: its KV prefix is reusable
+            services.prefix_cache.insert(prepared.item_keys[-1], prepared.prompt_tokens)
         usage = _usage(prepared.prompt_tokens, cached_tokens, plan)
         emitter.response["wsmode"] = {
             "resolution": prepared.resolution.value if prepared.resolution else "none",
@@ -468,6 +469,9 @@ class TurnRunner:
         )
         # Keys for the output items too, so the next turn's prefix match covers them.
         entry = _with_keys(entry, prepared)
+        if entry.item_keys:  # decoded output is in the KV cache too
+            tokens = prepared.prefix_tokens + entry.rendering.token_count
+            self.services.prefix_cache.insert(entry.item_keys[-1], tokens)
         cache = self._cache(ctx)
         if cache is not None and self.optimizations.connection_cache:
             evicted = cache.put(entry.response_id, entry, entry.size_bytes)
@@ -569,15 +573,6 @@ def _seed_material(request: CreateRequest, ctx: TurnContext) -> str:
 
 def _tokens_of(rendering: Rendering, last_n_items: int) -> int:
     return sum(len(chunk) for chunk in rendering.chunks[len(rendering.chunks) - last_n_items :])
-
-
-def _cumulative(prepared: _Prepared) -> list[int]:
-    total = prepared.prefix_tokens
-    counts = []
-    for chunk in prepared.rendering.chunks:
-        total += len(chunk)
-        counts.append(total)
-    return counts
 
 
 def _with_keys(entry: Conversation, prepared: _Prepared) -> Conversation:

@@ -1,0 +1,260 @@
+"""Reference-server benchmarks: ratios measured side by side in one run (not timed tests).
+
+    python bench/reference_server_bench.py            # all three sections, ~1-2 minutes
+
+1. Decode rate: achieved / configured tokens per second, one stream at 1,000 and at 4,000 tok/s,
+   and 16 concurrent streams at 1,000 tok/s (every stream reported). Achieved rate is measured at
+   the client from the first to the last delta: (tokens - 1) / elapsed.
+2. API overhead per turn (client TTFT minus the engine's simulated queue+prefill, which the server
+   reports per response) at 1k vs 100k tokens of history, over WebSocket (cached continuation)
+   and over stateless HTTP (full history every turn). Profile: production-like.
+3. A WebSocket continuation's time to first output event against a bare `websockets` echo round
+   trip of the same frame, both on loopback, both servers in their own process (profile zero).
+Medians over repeated turns; the server always runs in a separate process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from websockets.asyncio.client import connect
+
+from harness.transport.exchange import sse_exchange, ws_exchange
+from harness.transport.sse import SseClient
+from harness.transport.ws import WsClient
+from reference_server.profiles import load_profile
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _servers import echo_server, reference_server
+
+TIMEOUT_S = 120.0
+
+
+def steady_profile(name: str, directory: Path) -> str:
+    """The named profile without jitter or bursts, so the configured rate is the exact target."""
+    profile = dataclasses.replace(load_profile(name), jitter_fraction=0.0, burst_probability=0.0)
+    lines = [f'name = "{profile.name}-steady"']
+    for field in dataclasses.fields(profile):
+        value = getattr(profile, field.name)
+        if field.name in ("name", "description") or value is None:
+            continue
+        lines.append(f"{field.name} = {float(value)!r}")
+    path = directory / f"{name}-steady.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+# -- 1. decode rate ------------------------------------------------------------------------------
+async def one_stream_rate(url: str, tokens: int) -> float:
+    client = await WsClient.connect(url)
+    try:
+        body = {
+            "model": "m",
+            "input": "go",
+            "store": False,
+            "wsmode": {"script": [{"type": "message", "tokens": tokens}]},
+        }
+        exchange = await ws_exchange(client, body, timeout_s=TIMEOUT_S)
+    finally:
+        await client.close()
+    deltas = [t.received_ns for t in exchange.events if t.type == "response.output_text.delta"]
+    return (tokens - 1) / ((deltas[-1] - deltas[0]) / 1e9)
+
+
+def decode_rates(profiles_dir: Path) -> list[tuple[str, float]]:
+    rows = []
+    for name, configured, tokens in (
+        ("spark-1000tps", 1000.0, 4000),
+        ("burst-4000tps", 4000.0, 12000),
+    ):
+        with reference_server("--profile", steady_profile(name, profiles_dir)) as port:
+            url = f"ws://127.0.0.1:{port}/v1/responses"
+            rate = asyncio.run(one_stream_rate(url, tokens))
+            rows.append((f"1 stream @ {configured:.0f} tok/s", rate / configured))
+    with reference_server("--profile", steady_profile("spark-1000tps", profiles_dir)) as port:
+        url = f"ws://127.0.0.1:{port}/v1/responses"
+
+        async def many() -> list[float]:
+            return list(await asyncio.gather(*(one_stream_rate(url, 3000) for _ in range(16))))
+
+        rates = sorted(asyncio.run(many()))
+        rows.append(("16 streams @ 1000 tok/s, slowest", rates[0] / 1000))
+        rows.append(("16 streams @ 1000 tok/s, median", statistics.median(rates) / 1000))
+    return rows
+
+
+# -- 2. API overhead vs history size --------------------------------------------------------------
+def history(tokens: int) -> list[dict[str, Any]]:
+    """A coding-agent-like history of about `tokens` tokens (~4 characters per token)."""
+    line = "def handler(request):\n    return process(request.body, retries=3)  # keep going\n"
+    chunk = line * 40  # ~800 tokens per item
+    items = []
+    while sum(len(i["content"][0]["text"]) for i in items) < tokens * 4:
+        items.append(user(chunk))
+    return items
+
+
+def overhead_ms(final: dict[str, Any], ttft_ms: float) -> float:
+    return ttft_ms - float(final["wsmode"]["inference_ttft_ms"])
+
+
+async def ws_overheads(url: str, base: list[dict[str, Any]], turns: int) -> list[float]:
+    client = await WsClient.connect(url)
+    samples = []
+    try:
+        script = {"script": [{"type": "message", "text": "ok"}]}
+        first = await ws_exchange(
+            client,
+            {"model": "m", "input": base, "store": False, "wsmode": script},
+            timeout_s=TIMEOUT_S,
+        )
+        previous = first.response_id
+        for turn in range(turns):
+            body = {
+                "model": "m",
+                "input": [user(f"step {turn}: run the tests")],
+                "store": False,
+                "previous_response_id": previous,
+                "wsmode": script,
+            }
+            exchange = await ws_exchange(client, body, timeout_s=TIMEOUT_S)
+            assert (
+                exchange.ok and exchange.final_response is not None and exchange.ttft_ms is not None
+            )
+            samples.append(overhead_ms(exchange.final_response, exchange.ttft_ms))
+            previous = exchange.response_id
+    finally:
+        await client.close()
+    return samples
+
+
+async def http_overheads(base_url: str, base: list[dict[str, Any]], turns: int) -> list[float]:
+    samples = []
+    script = {"script": [{"type": "message", "text": "ok"}]}
+    items = list(base)
+    async with SseClient(base_url, timeout_s=TIMEOUT_S) as client:
+        for turn in range(turns):
+            items.append(user(f"step {turn}: run the tests"))
+            exchange = await sse_exchange(
+                client,
+                {"model": "m", "input": items, "store": False, "wsmode": script},
+                timeout_s=TIMEOUT_S,
+            )
+            assert (
+                exchange.ok and exchange.final_response is not None and exchange.ttft_ms is not None
+            )
+            samples.append(overhead_ms(exchange.final_response, exchange.ttft_ms))
+            items.append(
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "ok"}],
+                }
+            )
+    return samples
+
+
+def api_overhead() -> dict[tuple[str, int], float]:
+    medians = {}
+    with reference_server("--profile", "production-like") as port:
+        for size in (1_000, 100_000):
+            base = history(size)
+            ws = asyncio.run(ws_overheads(f"ws://127.0.0.1:{port}/v1/responses", base, 15))
+            http = asyncio.run(http_overheads(f"http://127.0.0.1:{port}/v1", base, 15))
+            medians[("ws", size)] = statistics.median(ws)
+            medians[("http", size)] = statistics.median(http)
+    return medians
+
+
+# -- 3. continuation vs echo ---------------------------------------------------------------------
+async def continuation_ttfts(url: str, turns: int) -> tuple[list[float], int]:
+    client = await WsClient.connect(url)
+    samples, frame_bytes = [], 0
+    try:
+        script = {"script": [{"type": "message", "text": "ok"}]}
+        first = await ws_exchange(
+            client,
+            {"model": "m", "input": "hi", "store": False, "wsmode": script},
+            timeout_s=TIMEOUT_S,
+        )
+        previous = first.response_id
+        for turn in range(turns):
+            body = {
+                "model": "m",
+                "input": [user(f"turn {turn}")],
+                "store": False,
+                "previous_response_id": previous,
+                "wsmode": script,
+            }
+            exchange = await ws_exchange(client, body, timeout_s=TIMEOUT_S)
+            assert exchange.ttft_ms is not None
+            samples.append(exchange.ttft_ms)
+            frame_bytes = exchange.bytes_sent
+            previous = exchange.response_id
+    finally:
+        await client.close()
+    return samples, frame_bytes
+
+
+async def echo_rtts(port: int, frame_bytes: int, turns: int) -> list[float]:
+    payload = "x" * frame_bytes
+    samples = []
+    async with connect(f"ws://127.0.0.1:{port}", compression=None) as ws:
+        for _ in range(turns):
+            start = time.perf_counter_ns()
+            await ws.send(payload)
+            await ws.recv()
+            samples.append((time.perf_counter_ns() - start) / 1e6)
+    return samples
+
+
+def continuation_vs_echo() -> tuple[float, float]:
+    with reference_server("--profile", "zero") as port:
+        ttfts, frame_bytes = asyncio.run(
+            continuation_ttfts(f"ws://127.0.0.1:{port}/v1/responses", 300)
+        )
+    with echo_server() as port:
+        echoes = asyncio.run(echo_rtts(port, frame_bytes, 300))
+    return statistics.median(ttfts[20:]), statistics.median(echoes[20:])
+
+
+def main() -> int:
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        print("1. Decode rate (achieved / configured; target >= 0.99 single, >= 0.95 each of 16)")
+        for label, ratio in decode_rates(Path(tmp)):
+            print(f"   {label:38s} {ratio:6.3f}")
+    print(
+        "2. API overhead per turn, median ms (client TTFT - simulated queue+prefill), production-like"
+    )
+    medians = api_overhead()
+    for mode in ("ws", "http"):
+        small, large = medians[(mode, 1_000)], medians[(mode, 100_000)]
+        print(
+            f"   {mode:5s} 1k history {small:8.2f} ms   100k history {large:8.2f} ms   ratio {large / small:6.2f}"
+        )
+    print("   target: ws ratio <= 1.2 while http grows")
+    ttft, echo = continuation_vs_echo()
+    print(
+        "3. WS continuation TTFT vs bare websockets echo RTT (same frame size), median ms, profile zero"
+    )
+    print(
+        f"   continuation {ttft:.3f} ms   echo {echo:.3f} ms   ratio {ttft / echo:.2f}  (target <= 3)"
+    )
+    print(f"(ran in {time.monotonic() - started:.0f} s on {sys.platform}, server in a subprocess)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
