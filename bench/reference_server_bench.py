@@ -236,21 +236,25 @@ def main() -> int:
         for label, ratio in decode_rates(Path(tmp)):
             print(f"   {label:38s} {ratio:6.3f}")
     print(
-        "2. API overhead per turn, median ms (client TTFT - simulated queue+prefill), production-like"
+        "2. API overhead per turn, median ms (client TTFT - simulated queue+prefill), "
+        "production-like"
     )
     medians = api_overhead()
     for mode in ("ws", "http"):
         small, large = medians[(mode, 1_000)], medians[(mode, 100_000)]
         print(
-            f"   {mode:5s} 1k history {small:8.2f} ms   100k history {large:8.2f} ms   ratio {large / small:6.2f}"
+            f"   {mode:5s} 1k history {small:8.2f} ms   100k history {large:8.2f} ms   "
+            f"ratio {large / small:6.2f}"
         )
     print("   target: ws ratio <= 1.2 while http grows")
     ttft, echo = continuation_vs_echo()
     print(
-        "3. WS continuation TTFT vs bare websockets echo RTT (same frame size), median ms, profile zero"
+        "3. WS continuation TTFT vs bare websockets echo RTT (same frame size), median ms, "
+        "profile zero"
     )
     print(
-        f"   continuation {ttft:.3f} ms   echo {echo:.3f} ms   ratio {ttft / echo:.2f}  (target <= 3)"
+        f"   continuation {ttft:.3f} ms   echo {echo:.3f} ms   ratio {ttft / echo:.2f}  "
+        "(target <= 3)"
     )
     print(f"(ran in {time.monotonic() - started:.0f} s on {sys.platform}, server in a subprocess)")
     return 0
