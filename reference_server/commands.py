@@ -65,6 +65,8 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "--max-pending", type=int, default=4, help="creates queued behind the one in flight"
     )
     parser.add_argument("--send-stall-timeout-s", type=float, default=10.0)
+    parser.add_argument("--max-message-bytes", type=int, default=4 * 1024 * 1024)
+    parser.add_argument("--context-window", type=int, default=128_000, help="tokens")
     parser.add_argument(
         "--disable",
         action="append",
@@ -100,6 +102,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             connection_lifetime_s=args.lifetime_s,
             max_pending_per_connection=args.max_pending,
             send_stall_timeout_s=args.send_stall_timeout_s,
+            max_message_bytes=args.max_message_bytes,
+            context_window_tokens=args.context_window,
         ),
         optimizations=optimizations,
         faults=check_fault_names(args.fault),
