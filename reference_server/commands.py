@@ -54,6 +54,7 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         help=f"require this key (repeatable; or ${API_KEY_ENV})",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lanes", action="store_true", help="enable named lanes (stream_id)")
     parser.add_argument(
         "--cache-depth", type=int, default=1, help="responses kept per connection (LRU)"
     )
@@ -107,6 +108,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         ),
         optimizations=optimizations,
         faults=check_fault_names(args.fault),
+        lanes=args.lanes,
     )
 
 

@@ -50,7 +50,9 @@ class Limits:
     ping_timeout_s: float = 20.0
     close_timeout_s: float = 10.0
     connection_lifetime_s: float = 3600.0  # then websocket_connection_limit_reached, close 1000
-    max_pending_per_connection: int = 4  # queued creates behind the one in flight
+    max_pending_per_connection: int = 4  # queued creates behind the one in flight (per lane)
+    max_active_lanes: int = 16  # responses generating at once per connection (extras queue)
+    max_lanes: int = 32  # distinct named lanes (stream_id) per connection
     max_connections: int = 1024
     max_connections_per_key: int = 64
     context_window_tokens: int = 128_000
@@ -70,6 +72,7 @@ class ServerConfig:
     limits: Limits = field(default_factory=Limits)
     optimizations: Optimizations = field(default_factory=Optimizations)
     faults: frozenset[str] = frozenset()
+    lanes: bool = False  # named lanes (stream_id), the 2026-08 extension
     store_retention_s: float = 30 * 86400
     store_max_bytes: int | None = None
 

@@ -56,6 +56,7 @@ class TurnContext:
     cache: ResponseCache[Conversation] | None  # the connection's cache; None over HTTP
     received_at: float  # perf_counter() when the request was fully received
     request_bytes: int
+    forks: tuple[ResponseCache[Conversation], ...] = ()  # other lanes' caches (cross-lane fork)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +211,8 @@ class TurnRunner:
             # The cache-fifo fault reads without refreshing recency: LRU degrades to FIFO.
             fifo = "cache-fifo" in self.config.faults
             cached = cache.peek(previous_id) if fifo else cache.get(previous_id)
+            if cached is None:  # a fork: the parent lives on another lane of this connection
+                cached = next((c.get(previous_id) for c in ctx.forks if previous_id in c), None)
         if cached is not None and cached.tenant == ctx.tenant:
             metrics.inc("wsmode_cache_total", outcome="hit")
             return cached, Resolution.HIT

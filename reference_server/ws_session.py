@@ -1,9 +1,12 @@
-"""One WebSocket connection: a FIFO of `response.create`s with one response in flight.
+"""One WebSocket connection: per lane, a FIFO of `response.create`s with one response in flight.
 
-The reader accepts frames as fast as they come and queues creates (bounded: over the bound the
-client gets an error, never a silent drop); the worker runs them one at a time through the
-`TurnRunner`. Request-scoped errors keep the socket open. The connection's cache lives and dies
-with this object: a disconnect cancels the generation and frees the cache.
+The reader accepts frames as fast as they come and queues each create on its lane (`stream_id`;
+the default lane is `None`). Each lane has a worker that runs its creates one at a time through
+the `TurnRunner`, and its own cache of recent responses; different lanes run concurrently, at
+most `max_active_lanes` at once. Without `--lanes` only the default lane exists (PROTOCOL.md
+§5.2: strict FIFO, one in flight). Queues are bounded: over the bound the client gets an error,
+never a silent drop. Request-scoped errors keep the socket open. All connection state lives and
+dies with this object: a disconnect cancels the generation and frees the caches.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
@@ -47,6 +50,18 @@ class _Pending:
     size_bytes: int
 
 
+@dataclass
+class _Lane:
+    cache: ResponseCache[Conversation]
+    queue: asyncio.Queue[_Pending] = field(default_factory=asyncio.Queue)
+    busy: bool = False
+    worker: asyncio.Task[None] | None = None
+
+    @property
+    def waiting(self) -> int:
+        return self.queue.qsize() + (1 if self.busy else 0)
+
+
 class WebSocketSession:
     def __init__(self, services: Services, ws: ServerConnection, tenant: str) -> None:
         self.services = services
@@ -54,9 +69,8 @@ class WebSocketSession:
         self.ws = ws
         self.tenant = tenant
         self.runner = TurnRunner(services)
-        self.cache: ResponseCache[Conversation] = ResponseCache(self.config.cache)
-        self.queue: asyncio.Queue[_Pending] = asyncio.Queue()
-        self.busy = False
+        self.lanes: dict[str | None, _Lane] = {}
+        self.active = asyncio.Semaphore(self.config.limits.max_active_lanes)
         self.opened_at = time.monotonic()
         self._closing = False
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -66,7 +80,6 @@ class WebSocketSession:
         metrics = self.services.metrics
         metrics.connections += 1
         metrics.inc("wsmode_connections_total")
-        worker = asyncio.create_task(self._worker())
         lifetime = None
         if "ignore-lifetime" not in self.config.faults:
             lifetime = asyncio.get_running_loop().call_later(
@@ -81,13 +94,17 @@ class WebSocketSession:
         finally:
             if lifetime is not None:
                 lifetime.cancel()
-            worker.cancel()
-            for task in list(self._tasks):
+            workers = [lane.worker for lane in self.lanes.values() if lane.worker is not None]
+            for task in (*workers, *self._tasks):
                 task.cancel()
-            await asyncio.gather(worker, *self._tasks, return_exceptions=True)
-            metrics.queue_depth -= self.queue.qsize()
-            self.cache.clear()
+            await asyncio.gather(*workers, *self._tasks, return_exceptions=True)
+            for lane in self.lanes.values():
+                metrics.queue_depth -= lane.queue.qsize()
+                lane.cache.clear()
             metrics.connections -= 1
+
+    def _idle(self) -> bool:
+        return all(lane.waiting == 0 for lane in self.lanes.values())
 
     def _expired(self) -> bool:
         if "ignore-lifetime" in self.config.faults:
@@ -95,22 +112,23 @@ class WebSocketSession:
         return time.monotonic() - self.opened_at >= self.config.limits.connection_lifetime_s
 
     def _on_lifetime_elapsed(self) -> None:
-        if not self.busy and self.queue.empty():
-            task = asyncio.get_running_loop().create_task(self._close_for_lifetime())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        # Otherwise the worker closes after the in-flight response ([I]: it is not cut).
+        if self._idle():
+            self._spawn(self._close_for_lifetime())
+        # Otherwise the last busy worker closes after its response ([I]: it is not cut).
 
     async def _close_for_lifetime(self) -> None:
         if self._closing:
             return
         self._closing = True
         error = errors.connection_limit_reached(self.config.limits.connection_lifetime_s)
-        try:
+        with contextlib.suppress(ClientGone):
             await self.send(self._error_event(error, None))
             await self.ws.close(CloseCode.NORMAL_CLOSURE, "connection lifetime reached")
-        except ClientGone:
-            pass
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # -- reading --------------------------------------------------------------------------
     async def _on_message(self, message: str | bytes, received_at: float) -> bool:
@@ -150,43 +168,64 @@ class WebSocketSession:
             return True
         return await self._enqueue(_Pending(request, received_at, len(message)))
 
+    def _lane(self, stream_id: str | None) -> _Lane | ApiError:
+        lane = self.lanes.get(stream_id)
+        if lane is not None:
+            return lane
+        if stream_id is not None and not self.config.lanes:
+            return errors.invalid_request(
+                "Named lanes (stream_id) are not enabled on this server.",
+                param="stream_id",
+                code="unsupported_parameter",
+            )
+        named = sum(1 for key in self.lanes if key is not None)
+        if stream_id is not None and named >= self.config.limits.max_lanes:
+            return errors.stream_limit_reached(stream_id, self.config.limits.max_lanes)
+        lane = _Lane(ResponseCache(self.config.cache))
+        lane.worker = asyncio.get_running_loop().create_task(self._worker(lane))
+        self.lanes[stream_id] = lane
+        return lane
+
     async def _enqueue(self, pending: _Pending) -> bool:
         faults = self.config.faults
+        lane = self._lane(pending.request.stream_id)
+        if isinstance(lane, ApiError):
+            await self.send_error(lane, pending.request.stream_id)
+            return True
         if "interleave-queued" in faults:
-            task = asyncio.create_task(self._run_one(pending))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn(self._run_one(lane, pending))
             return True
-        waiting = self.queue.qsize() + (1 if self.busy else 0)
-        if "drop-queued" in faults and waiting:
+        if "drop-queued" in faults and lane.waiting:
             return True
-        if waiting > self.config.limits.max_pending_per_connection:
-            await self.send_error(
-                errors.queue_full(self.config.limits.max_pending_per_connection),
-                pending.request.stream_id,
-            )
+        if lane.waiting > self.config.limits.max_pending_per_connection:
+            error = errors.queue_full(self.config.limits.max_pending_per_connection)
+            await self.send_error(error, pending.request.stream_id)
             return True
-        self.queue.put_nowait(pending)
+        lane.queue.put_nowait(pending)
         self.services.metrics.queue_depth += 1
         return True
 
-    # -- the worker: one response at a time -------------------------------------------------
-    async def _worker(self) -> None:
+    # -- the workers: one response at a time per lane ----------------------------------------
+    async def _worker(self, lane: _Lane) -> None:
         while True:
-            pending = await self.queue.get()
+            pending = await lane.queue.get()
             self.services.metrics.queue_depth -= 1
-            self.busy = True
+            lane.busy = True
             try:
-                if not await self._run_one(pending):
-                    return
+                async with self.active:
+                    if not await self._run_one(lane, pending):
+                        return
             finally:
-                self.busy = False
-            if self._expired() and self.queue.empty():
+                lane.busy = False
+            if self._expired() and self._idle():
                 await self._close_for_lifetime()
                 return
 
-    async def _run_one(self, pending: _Pending) -> bool:
-        ctx = TurnContext("ws", self.tenant, self.cache, pending.received_at, pending.size_bytes)
+    async def _run_one(self, lane: _Lane, pending: _Pending) -> bool:
+        forks = tuple(other.cache for other in self.lanes.values() if other is not lane)
+        ctx = TurnContext(
+            "ws", self.tenant, lane.cache, pending.received_at, pending.size_bytes, forks
+        )
         try:
             await self.runner.run(pending.request, ctx, self.send)
         except RequestRefused as refused:

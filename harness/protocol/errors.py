@@ -112,6 +112,15 @@ def connection_limit_reached(lifetime_s: float) -> ApiError:
     )
 
 
+def stream_limit_reached(stream_id: str, limit: int) -> ApiError:
+    return invalid_request(
+        f"Too many streams on this connection (limit {limit}). Reuse a stream_id or open a new "
+        "connection.",
+        param="stream_id",
+        code="websocket_stream_limit_reached",
+    )
+
+
 def unsupported_event_type(event_type: str) -> ApiError:
     return invalid_request(
         f"Unsupported event type '{_clip(event_type)}'. Expected 'response.create'.",
