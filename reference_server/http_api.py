@@ -81,11 +81,14 @@ class HttpConnection:
             event = await self._next_event(self.limits.handshake_timeout_s)
             if isinstance(event, h11.Data):
                 size += len(event.data)
-                if size > self.limits.max_message_bytes:
-                    return None
-                chunks.append(event.data)
+                if size <= self.limits.max_message_bytes:
+                    chunks.append(event.data)
+                elif size > 4 * self.limits.max_message_bytes:
+                    raise _Gone("request body far over the limit")
+                # Over the limit: keep reading (discarding) so the 413 reaches the client
+                # instead of a connection reset while it is still sending.
             elif isinstance(event, h11.EndOfMessage):
-                return b"".join(chunks)
+                return b"".join(chunks) if size <= self.limits.max_message_bytes else None
             else:
                 raise _Gone("connection ended inside a request body")
 
