@@ -38,6 +38,11 @@ from reference_server.faults import flatten_error
 from reference_server.services import Services
 from reference_server.turn import RequestRefused, TurnContext, TurnRunner
 
+# websockets waits for the transport to drain only above its write limit (32 KiB by default), so
+# a send that keeps the buffer below it returns at once and needs no timer (a timer per event
+# costs more than the send).
+_NEVER_BLOCKS_BYTES = 32 * 1024 - 64
+
 
 class ClientGone(ConnectionError):
     """The client closed, or stopped reading past the send-stall timeout."""
@@ -240,9 +245,13 @@ class WebSocketSession:
     # -- writing --------------------------------------------------------------------------
     async def send(self, event: Event) -> None:
         """Send one event; a client that stops reading is cut off after the stall timeout."""
+        text = wire.dumps(event)
         try:
-            async with asyncio.timeout(self.config.limits.send_stall_timeout_s):
-                await self.ws.send(wire.dumps(event))
+            if self.ws.transport.get_write_buffer_size() + len(text) < _NEVER_BLOCKS_BYTES:
+                await self.ws.send(text)  # stays under the high-water mark: cannot stall
+            else:
+                async with asyncio.timeout(self.config.limits.send_stall_timeout_s):
+                    await self.ws.send(text)
         except TimeoutError:
             self.services.metrics.inc("wsmode_send_stalls_total")
             self.ws.transport.abort()  # 1008 cannot be delivered to a peer that does not read
