@@ -117,6 +117,7 @@ class PlannedItem:
     call_id: str | None = None
     summary_pieces: tuple[str, ...] = ()
     hidden_tokens: int = 0
+    refusal: bool = False  # a message whose one content part is a refusal
 
     @property
     def text(self) -> str:
@@ -409,7 +410,7 @@ def _lognormal_tokens(rng: random.Random, median: int, sigma: float, cap: int) -
 # -- scripted mode ----------------------------------------------------------------------------
 
 _SCRIPT_FIELDS: Final[Mapping[str, frozenset[str]]] = {
-    "message": frozenset({"type", "text", "tokens"}),
+    "message": frozenset({"type", "text", "tokens", "refusal"}),
     "function_call": frozenset({"type", "name", "arguments", "call_id"}),
     "reasoning": frozenset({"type", "summary", "tokens"}),
 }
@@ -420,8 +421,9 @@ def validate_script(script: object) -> None:
 
     Item specs:
 
-    - ``{"type": "message", "text": str}`` or ``{"type": "message", "tokens": int >= 0}``
-      (that many tokens of filler text), exactly one of the two;
+    - ``{"type": "message", "text": str}``, ``{"type": "message", "tokens": int >= 0}``
+      (that many tokens of filler text) or ``{"type": "message", "refusal": str}`` (a
+      refusal content part), exactly one of the three;
     - ``{"type": "function_call", "name": str, "arguments": str, "call_id"?: str}`` (a seeded
       ``call_...`` id when omitted; ``arguments`` is emitted verbatim, not parsed);
     - ``{"type": "reasoning", "summary"?: str, "tokens"?: int >= 0}`` (``tokens``: hidden
@@ -444,12 +446,15 @@ def validate_script(script: object) -> None:
         if unknown:
             raise InvalidScript(f"{where}: unknown field(s) {', '.join(unknown)} for {kind!r}")
         if kind == "message":
-            if ("text" in spec) == ("tokens" in spec):
-                raise InvalidScript(f"{where}: a message needs exactly one of 'text' or 'tokens'")
-            if "text" in spec:
-                _require_str(spec, "text", where)
-            else:
+            given = [key for key in ("text", "tokens", "refusal") if key in spec]
+            if len(given) != 1:
+                raise InvalidScript(
+                    f"{where}: a message needs exactly one of 'text', 'tokens' or 'refusal'"
+                )
+            if "tokens" in spec:
                 _require_count(spec, "tokens", where)
+            else:
+                _require_str(spec, given[0], where)
         elif kind == "function_call":
             _require_str(spec, "name", where, non_empty=True)
             _require_str(spec, "arguments", where)
@@ -486,10 +491,11 @@ def _scripted_items(
     for spec in script:
         kind = spec["type"]
         if kind == "message":
-            pieces = (
-                _exact_split(spec["text"]) if "text" in spec else filler_pieces(spec["tokens"], rng)
-            )
-            items.append(PlannedItem(kind="message", pieces=pieces))
+            if "tokens" in spec:
+                pieces = filler_pieces(spec["tokens"], rng)
+            else:
+                pieces = _exact_split(spec.get("text", spec.get("refusal", "")))
+            items.append(PlannedItem(kind="message", pieces=pieces, refusal="refusal" in spec))
         elif kind == "function_call":
             call_id = spec["call_id"] if "call_id" in spec else _call_id(rng)
             items.append(

@@ -437,7 +437,7 @@ class TurnRunner:
             emitted = await _stream(item.pieces, emitter.arguments_delta, emit, schedule, emitted)
             await emit(emitter.end_function_call())
         else:
-            await emit(emitter.begin_message(new_id("msg")))
+            await emit(emitter.begin_message(new_id("msg"), refusal=item.refusal))
             if classify_output(item.text).blocked:
                 return emitted  # content filter: the message is cut before any text
             emitted = await _stream(item.pieces, emitter.text_delta, emit, schedule, emitted)

@@ -19,6 +19,12 @@ from harness.protocol.events import Event
 _OBFUSCATION_BLOCK = 16
 
 
+def _part(refusal: bool, text: str) -> dict[str, Any]:
+    if refusal:
+        return {"type": "refusal", "refusal": text}
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
 def _obfuscation(delta: str) -> str:
     return "x" * (_OBFUSCATION_BLOCK - len(delta) % _OBFUSCATION_BLOCK)
 
@@ -42,6 +48,7 @@ class ResponseEmitter:
         self._seq = 0
         self._item: dict[str, Any] | None = None  # the item being streamed
         self._pieces: list[str] = []  # its current text/arguments so far
+        self._refusal = False  # the open message streams a refusal part
 
     @property
     def response_id(self) -> str:
@@ -128,7 +135,8 @@ class ResponseEmitter:
         assert self._item is not None
         return {"item_id": self._item["id"], "output_index": len(self.response["output"])}
 
-    def begin_message(self, item_id: str) -> list[Event]:
+    def begin_message(self, item_id: str, *, refusal: bool = False) -> list[Event]:
+        """Open a message with one content part: output text, or a refusal."""
         item = {
             "id": item_id,
             "type": "message",
@@ -136,7 +144,8 @@ class ResponseEmitter:
             "role": "assistant",
             "content": [],
         }
-        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        self._refusal = refusal
+        part = _part(refusal, "")
         return [
             self._add_item(item),
             self._event("response.content_part.added", **self._ids(), content_index=0, part=part),
@@ -144,6 +153,10 @@ class ResponseEmitter:
 
     def text_delta(self, delta: str) -> Event:
         self._pieces.append(delta)
+        if self._refusal:
+            return self._event(
+                "response.refusal.delta", **self._ids(), content_index=0, delta=delta
+            )
         extra = {"obfuscation": _obfuscation(delta)} if self.obfuscate else {}
         return self._event(
             "response.output_text.delta",
@@ -157,12 +170,16 @@ class ResponseEmitter:
     def end_message(self, *, status: str = "completed") -> list[Event]:
         assert self._item is not None
         text = "".join(self._pieces)
-        part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+        part = _part(self._refusal, text)
         ids = self._ids()
-        return [
-            self._event(
+        if self._refusal:
+            done = self._event("response.refusal.done", **ids, content_index=0, refusal=text)
+        else:
+            done = self._event(
                 "response.output_text.done", **ids, content_index=0, text=text, logprobs=[]
-            ),
+            )
+        return [
+            done,
             self._event("response.content_part.done", **ids, content_index=0, part=part),
             self._done_item({**self._item, "status": status, "content": [part]}),
         ]

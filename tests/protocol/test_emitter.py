@@ -52,3 +52,26 @@ def test_early_failure_is_created_then_failed() -> None:
     events = emitter.failed(invalid_request("flagged", code="content_policy_violation"))
     assert [e["type"] for e in events] == ["response.created", "response.failed"]
     assert events[-1]["response"]["error"]["code"] == "content_policy_violation"
+
+
+def test_refusal_message_streams_refusal_events() -> None:
+    from harness.protocol.accumulator import ResponseAccumulator
+
+    emitter = ResponseEmitter(base_response(), self_check=True)
+    events = [
+        emitter.created(),
+        emitter.in_progress(),
+        *emitter.begin_message("msg_1", refusal=True),
+    ]
+    events += [emitter.text_delta("I can't "), emitter.text_delta("help with that.")]
+    events += emitter.end_message()
+    events.append(emitter.completed(USAGE, completed_at=1))
+    types = [e["type"] for e in events]
+    assert "response.refusal.delta" in types and "response.refusal.done" in types
+    assert events[-1]["response"]["output"][0]["content"] == [
+        {"type": "refusal", "refusal": "I can't help with that."}
+    ]
+    checker = ResponseAccumulator()
+    for event in events:
+        checker.feed(event)
+    assert checker.violations == []

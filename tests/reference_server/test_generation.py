@@ -111,3 +111,14 @@ def test_each_optimization_changes_cost_not_results(
             a.final_response["usage"]["input_tokens"] == b.final_response["usage"]["input_tokens"]
         )
         assert a.response.output_text() == b.response.output_text()  # type: ignore[union-attr]
+
+
+def test_scripted_refusal(server: ReferenceServer) -> None:
+    script = [{"type": "message", "refusal": "I can't help with that."}]
+    [exchange] = turns(server, [{"model": "m", "input": "hi", "wsmode": {"script": script}}])
+    assert exchange.final_response is not None
+    assert exchange.final_response["output"][0]["content"][0] == {
+        "type": "refusal",
+        "refusal": "I can't help with that.",
+    }
+    assert any(e.type == "response.refusal.delta" for e in exchange.events)
