@@ -469,7 +469,7 @@ def test_script_respects_max_output_tokens() -> None:
         ("not a list", "list of output item specs"),
         ([5], r"script\[0\]: must be an object"),
         ([{"type": "message", "text": "ok"}, {"type": "image"}], r"script\[1\]\.type"),
-        ([{"type": "message"}], r"script\[0\]: a message needs exactly one of 'text', 'tokens' or 'refusal'"),
+        ([{"type": "message"}], r"script\[0\]: a message needs exactly one of 'text', 'tokens'"),
         ([{"type": "message", "text": "a", "tokens": 3}], r"script\[0\]: a message needs exactly"),
         ([{"type": "message", "text": 3}], r"script\[0\]\.text: must be a string"),
         ([{"type": "message", "tokens": -1}], r"script\[0\]\.tokens: must be an integer >= 0"),
