@@ -1,0 +1,681 @@
+"""The replay driver: one rollout of a trace, replayed against a target, acting as the agent.
+
+Three modes (ARCHITECTURE.md §4):
+
+``ws``
+    one WebSocket per rollout; turn 0 carries instructions, tools and the first input, every later
+    turn only ``previous_response_id`` + the new items (``store`` false by default, so the
+    connection cache is the only way to continue). Optional ``generate: false`` prewarm, as codex
+    does: the full first prompt is sent without generation, then turn 0 continues it with
+    ``input: []``.
+``http``
+    stateless HTTP + SSE: ``store: false``, the whole history resent on every turn.
+``http-chained``
+    HTTP + SSE with ``previous_response_id`` and ``store: true`` (the server hydrates the chain
+    from its store).
+
+The driver answers the function calls the server *actually* emitted. The recorded calls of turn
+*i* and the emitted ones are matched by position; each emitted call gets the recorded output of
+its recorded twin (the recorded outputs in order), and calls the trace does not have get
+``generic_output``. Against the reference server the turn's recorded output is sent as
+``wsmode.script`` (on by default for the embedded server), so the emitted calls *are* the recorded
+ones and the replay reproduces the trace; against another server (``send_script=False``) the
+rollout still runs exactly the recorded number of turns.
+
+Tool time: before turn *i* the driver sleeps ``tool_wait_ms × time_scale``. It is never silently
+shrunk: the rollout's end-to-end time counts the recorded tool time at its recorded value::
+
+    e2e_ms = wall_ms - waited_tool_ms + recorded_tool_ms          (= model-side time + tool time)
+
+where ``wall_ms`` runs from the (intended) start to the last terminal event. The model-side time
+splits into ``inference_ms`` (the server's simulated queue + prefill, from the terminal response's
+``wsmode`` stamps, plus the decode span measured at the client) and ``api_ms`` (everything else:
+connection setup, transport, the server's API stages, client work).
+
+Failures are counted apart: a failed turn yields a sample with ``ok=False`` and its error, no
+latency values, and ends the rollout (its e2e is not a latency sample either).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, get_args
+
+from harness.load.traces import OutputSpec, Rollout, Turn, input_message
+from harness.protocol.accumulator import RULES
+from harness.transport.events import TransportError
+from harness.transport.exchange import Exchange, sse_exchange, ws_exchange
+from harness.transport.sse import SseClient
+from harness.transport.ws import WsClient
+
+Mode = Literal["ws", "http", "http-chained"]
+MODES: tuple[Mode, ...] = get_args(Mode)
+
+GENERIC_OUTPUT = "ok"
+CONTINUE_TEXT = "Continue."
+
+
+def parse_mode(value: str) -> Mode:
+    if value not in MODES:
+        raise ValueError(f"unknown mode {value!r}; expected one of {', '.join(MODES)}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where a rollout is replayed: the WS URL and/or the HTTP base URL (`.../v1`)."""
+
+    ws_url: str | None = None
+    http_url: str | None = None
+    api_key: str | None = None
+    beta_header: bool = False
+
+    def for_mode(self, mode: Mode) -> str:
+        url = self.ws_url if mode == "ws" else self.http_url
+        if not url:
+            kind = "WebSocket" if mode == "ws" else "HTTP"
+            raise ValueError(f"mode {mode!r} needs a {kind} URL")
+        return url
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayOptions:
+    mode: Mode = "ws"
+    time_scale: float = 0.0  # fraction of the recorded tool time actually waited
+    send_script: bool = True  # send the recorded output as `wsmode.script` (reference server)
+    prewarm: bool = False  # ws: codex-style `generate: false` warm-up before turn 0
+    store: bool | None = None  # default: false for ws/http; http-chained always stores
+    include_reasoning: bool = True  # http: resend reasoning items (summary only) in the history
+    seed: int | None = None  # `wsmode.seed`; default: the rollout's seed
+    max_turns: int | None = None  # replay only the first N turns
+    turn_timeout_s: float = 120.0
+    connect_timeout_s: float = 10.0
+    generic_output: str = GENERIC_OUTPUT
+
+    def __post_init__(self) -> None:
+        parse_mode(self.mode)
+        if self.time_scale < 0:
+            raise ValueError("time_scale must be >= 0")
+        if self.max_turns is not None and self.max_turns < 1:
+            raise ValueError("max_turns must be >= 1")
+
+    @property
+    def effective_store(self) -> bool:
+        if self.mode == "http-chained":
+            return True
+        return bool(self.store)
+
+
+# -- results ---------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class TurnResult:
+    rollout_id: str
+    mode: str  # the variant name the results file uses ("ws", "http", "ws-no-render-cache", ...)
+    turn_index: int
+    ok: bool
+    error: str | None = None
+    ttft_ms: float | None = None
+    turn_e2e_ms: float | None = None
+    itl_gaps_ms: list[float] = field(default_factory=list)
+    tpot_ms: float | None = None
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    context_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int | None = None
+    # server stamps (the reference server's `response.wsmode`), None when not offered
+    inference_ttft_ms: float | None = None
+    server_ttft_ms: float | None = None
+    server_api_overhead_ms: float | None = None
+    stages_ms: dict[str, float] = field(default_factory=dict)
+    resolution: str | None = None
+    decode_ms: float | None = None  # first to last output event, at the client
+    post_ms: float | None = None  # last output event to the terminal
+    start_lag_ms: float = 0.0  # open loop: actual - intended start (turn 0 only)
+    prewarm_ms: float | None = None
+    tool_wait_recorded_ms: float = 0.0
+    tool_wait_waited_ms: float = 0.0
+    emitted_call_ids: tuple[str, ...] = ()
+    answered_call_ids: tuple[str, ...] = ()
+    generic_answers: int = 0
+    reproduced: bool | None = None  # None when no script was sent
+    violations: tuple[str, ...] = ()  # MUST-level protocol rule ids seen in this turn
+
+    @property
+    def itl_ms(self) -> float | None:
+        return statistics.median(self.itl_gaps_ms) if self.itl_gaps_ms else None
+
+    @property
+    def api_overhead_ms(self) -> float | None:
+        """Client TTFT minus the server's simulated inference TTFT (queue + prefill)."""
+        if self.ttft_ms is None or self.inference_ttft_ms is None:
+            return None
+        return self.ttft_ms - self.inference_ttft_ms
+
+    @property
+    def inference_ms(self) -> float | None:
+        if self.inference_ttft_ms is None or self.decode_ms is None:
+            return None
+        return self.inference_ttft_ms + self.decode_ms
+
+    def to_sample(self) -> dict[str, Any]:
+        """One `bench.samples[]` entry (results/README.md), with extra keys for the report."""
+        return {
+            "rollout_id": self.rollout_id,
+            "mode": self.mode,
+            "turn_index": self.turn_index,
+            "ttft_ms": _r(self.ttft_ms),
+            "itl_ms": _r(self.itl_ms),
+            "tpot_ms": _r(self.tpot_ms),
+            "turn_e2e_ms": _r(self.turn_e2e_ms),
+            "bytes_sent": self.bytes_sent,
+            "bytes_received": self.bytes_received,
+            "context_tokens": self.context_tokens,
+            "output_tokens": self.output_tokens,
+            "api_overhead_ms": _r(self.api_overhead_ms),
+            "ok": self.ok,
+            "error": self.error,
+            # extras
+            "cached_tokens": self.cached_tokens,
+            "inference_ttft_ms": _r(self.inference_ttft_ms),
+            "server_ttft_ms": _r(self.server_ttft_ms),
+            "inference_ms": _r(self.inference_ms),
+            "stages_ms": self.stages_ms,
+            "resolution": self.resolution,
+            "start_lag_ms": _r(self.start_lag_ms),
+            "prewarm_ms": _r(self.prewarm_ms),
+            "tool_wait_recorded_ms": _r(self.tool_wait_recorded_ms),
+            "tool_wait_waited_ms": _r(self.tool_wait_waited_ms),
+            "reproduced": self.reproduced,
+            "violations": list(self.violations),
+        }
+
+
+@dataclass(slots=True)
+class RolloutResult:
+    rollout_id: str
+    mode: str
+    protocol_mode: Mode
+    turns: list[TurnResult] = field(default_factory=list)
+    ok: bool = True
+    error: str | None = None
+    wall_ms: float = 0.0  # intended start -> last terminal
+    connect_ms: float | None = None
+    waited_tool_ms: float = 0.0
+    recorded_tool_ms: float = 0.0
+    start_lag_ms: float = 0.0
+    time_scale: float = 0.0
+
+    @property
+    def e2e_ms(self) -> float:
+        """Wall time with the tool time counted at its recorded value."""
+        return self.wall_ms - self.waited_tool_ms + self.recorded_tool_ms
+
+    @property
+    def model_ms(self) -> float:
+        """Everything but tool time: API + inference."""
+        return self.e2e_ms - self.recorded_tool_ms
+
+    @property
+    def inference_ms(self) -> float | None:
+        values = [t.inference_ms for t in self.turns]
+        if not values or any(v is None for v in values):
+            return None
+        return sum(v for v in values if v is not None)
+
+    @property
+    def api_ms(self) -> float | None:
+        inference = self.inference_ms
+        return None if inference is None else self.model_ms - inference
+
+    def to_record(self) -> dict[str, Any]:
+        """One `bench.rollouts[]` entry, with extra keys."""
+        return {
+            "rollout_id": self.rollout_id,
+            "mode": self.mode,
+            "e2e_ms": _r(self.e2e_ms),
+            "api_ms": _r(self.api_ms),
+            "inference_ms": _r(self.inference_ms),
+            "tool_wait_ms": _r(self.recorded_tool_ms),
+            "turns": len(self.turns),
+            "ok": self.ok,
+            # extras
+            "error": self.error,
+            "protocol_mode": self.protocol_mode,
+            "model_ms": _r(self.model_ms),
+            "wall_ms": _r(self.wall_ms),
+            "waited_tool_ms": _r(self.waited_tool_ms),
+            "connect_ms": _r(self.connect_ms),
+            "start_lag_ms": _r(self.start_lag_ms),
+            "time_scale": self.time_scale,
+        }
+
+
+def _r(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+# -- building requests (no I/O) --------------------------------------------------------------------
+def history_item(item: Mapping[str, Any], *, include_reasoning: bool) -> dict[str, Any] | None:
+    """An emitted output item as the input item a stateless client resends."""
+    kind = item.get("type")
+    if kind == "message":
+        texts = [p.get("text", "") for p in item.get("content") or [] if isinstance(p, Mapping)]
+        return {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "".join(texts)}],
+        }
+    if kind == "function_call":
+        return {
+            "type": "function_call",
+            "call_id": item.get("call_id"),
+            "name": item.get("name"),
+            "arguments": item.get("arguments", ""),
+        }
+    if kind == "reasoning" and include_reasoning:
+        summary = [
+            {"type": "summary_text", "text": p.get("text", "")}
+            for p in item.get("summary") or []
+            if isinstance(p, Mapping)
+        ]
+        return {"type": "reasoning", "summary": summary}
+    return None
+
+
+def reproduces(items: Sequence[Mapping[str, Any]], specs: Sequence[OutputSpec]) -> bool:
+    """True when the emitted output items are exactly the recorded ones."""
+    if len(items) != len(specs):
+        return False
+    for item, spec in zip(items, specs, strict=True):
+        if item.get("type") != spec.type:
+            return False
+        if spec.type == "message":
+            text = "".join(
+                p.get("text", "") for p in item.get("content") or [] if isinstance(p, Mapping)
+            )
+            if text != spec.text:
+                return False
+        elif spec.type == "function_call":
+            if (item.get("name"), item.get("arguments"), item.get("call_id")) != (
+                spec.name,
+                spec.arguments,
+                spec.call_id,
+            ):
+                return False
+        else:
+            summary = "".join(
+                p.get("text", "") for p in item.get("summary") or [] if isinstance(p, Mapping)
+            )
+            if summary != spec.summary:
+                return False
+    return True
+
+
+@dataclass(slots=True)
+class Answers:
+    """A turn's new input items after mapping recorded call ids onto the emitted ones."""
+
+    items: list[dict[str, Any]]
+    answered_call_ids: tuple[str, ...]
+    generic_answers: int
+
+
+def answer_calls(
+    turn: Turn,
+    recorded_calls: Sequence[str],
+    emitted_calls: Sequence[Mapping[str, Any]],
+    *,
+    generic_output: str = GENERIC_OUTPUT,
+) -> Answers:
+    """Turn `turn`'s recorded input into what the agent sends after the emitted calls.
+
+    The k-th recorded call of the previous turn is matched with the k-th emitted call: its
+    recorded `function_call_output` is sent with the emitted `call_id`. Recorded outputs without
+    an emitted twin are dropped (the server issued fewer calls); emitted calls without a recorded
+    twin get `generic_output`. Other items (user messages) pass through in place. An input left
+    empty becomes one user message, so every turn still asks for a response.
+    """
+    emitted_ids = [str(c.get("call_id")) for c in emitted_calls]
+    mapping = dict(zip(recorded_calls, emitted_ids, strict=False))
+    items: list[dict[str, Any]] = []
+    answered: list[str] = []
+    for item in turn.input:
+        if item.get("type") != "function_call_output":
+            items.append(dict(item))
+            continue
+        target = mapping.get(str(item.get("call_id")))
+        if target is None or target in answered:
+            continue
+        items.append({**item, "call_id": target})
+        answered.append(target)
+    generic = 0
+    for call_id in emitted_ids:
+        if call_id not in answered:
+            items.append(
+                {"type": "function_call_output", "call_id": call_id, "output": generic_output}
+            )
+            answered.append(call_id)
+            generic += 1
+    if not items:
+        items.append(input_message(CONTINUE_TEXT))
+    return Answers(items, tuple(answered), generic)
+
+
+class RolloutState:
+    """What the agent knows between turns: the chain id, the history, the calls to answer."""
+
+    def __init__(self, rollout: Rollout, options: ReplayOptions) -> None:
+        self.rollout = rollout
+        self.options = options
+        self.previous_response_id: str | None = None
+        self.history: list[dict[str, Any]] = []  # http: everything sent and received so far
+        self.emitted_calls: list[dict[str, Any]] = []
+        self.recorded_calls: tuple[str, ...] = ()
+
+    def request(self, turn: Turn) -> tuple[dict[str, Any], Answers]:
+        """The body of the create for `turn` (without `type`; WS adds it)."""
+        opts = self.options
+        if turn.index == 0:
+            answers = Answers([dict(i) for i in turn.input], (), 0)
+        else:
+            answers = answer_calls(
+                turn,
+                self.recorded_calls,
+                self.emitted_calls,
+                generic_output=opts.generic_output,
+            )
+        body: dict[str, Any] = {
+            "model": self.rollout.model,
+            "store": opts.effective_store,
+            "tool_choice": "auto",
+            "parallel_tool_calls": True,
+        }
+        if self.rollout.instructions is not None:
+            body["instructions"] = self.rollout.instructions
+        if self.rollout.tools:
+            body["tools"] = list(self.rollout.tools)
+        if opts.mode == "http":
+            body["input"] = [*self.history, *answers.items]
+        else:
+            body["input"] = answers.items
+            if self.previous_response_id is not None:
+                body["previous_response_id"] = self.previous_response_id
+        extension: dict[str, Any] = {}
+        if opts.send_script:
+            extension["script"] = turn.script()
+        seed = opts.seed if opts.seed is not None else self.rollout.seed
+        if seed is not None and opts.send_script:
+            extension["seed"] = seed
+        if extension:
+            body["wsmode"] = extension
+        return body, answers
+
+    def prewarm_request(self, turn: Turn) -> dict[str, Any]:
+        body, _ = self.request(turn)
+        body.pop("wsmode", None)
+        body["generate"] = False
+        return body
+
+    def observe(
+        self, turn: Turn, sent_items: Sequence[Mapping[str, Any]], exchange: Exchange
+    ) -> None:
+        """Remember what the server emitted, for the next turn."""
+        assert exchange.response is not None
+        output = exchange.response.output_items()
+        self.previous_response_id = exchange.response_id
+        self.emitted_calls = [dict(i) for i in output if i.get("type") == "function_call"]
+        self.recorded_calls = turn.call_ids
+        if self.options.mode == "http":
+            self.history.extend(dict(i) for i in sent_items)
+            for item in output:
+                converted = history_item(item, include_reasoning=self.options.include_reasoning)
+                if converted is not None:
+                    self.history.append(converted)
+
+
+# -- measuring one exchange ------------------------------------------------------------------------
+_NOT_OUTPUT = frozenset(
+    {
+        "response.created",
+        "response.queued",
+        "response.in_progress",
+        "response.completed",
+        "response.failed",
+        "response.incomplete",
+        "error",
+    }
+)
+
+
+def _fill_metrics(result: TurnResult, exchange: Exchange, context_estimate: int) -> None:
+    result.ttft_ms = exchange.ttft_ms
+    result.turn_e2e_ms = exchange.e2e_ms
+    result.itl_gaps_ms = exchange.delta_gaps_ms()
+    outputs = [t for t in exchange.events if t.type not in _NOT_OUTPUT]
+    terminal = exchange.events[-1] if exchange.events else None
+    if outputs:
+        result.decode_ms = (outputs[-1].received_ns - outputs[0].received_ns) / 1e6
+        if terminal is not None:
+            result.post_ms = (terminal.received_ns - outputs[-1].received_ns) / 1e6
+    final = exchange.final_response or {}
+    usage = final.get("usage") if isinstance(final.get("usage"), Mapping) else None
+    deltas = sum(1 for t in exchange.events if t.type.endswith(".delta"))
+    if usage is not None:
+        result.context_tokens = int(usage.get("input_tokens") or 0)
+        result.output_tokens = int(usage.get("output_tokens") or 0)
+        details = usage.get("input_tokens_details")
+        if isinstance(details, Mapping) and isinstance(details.get("cached_tokens"), int):
+            result.cached_tokens = int(details["cached_tokens"])
+    else:
+        result.context_tokens = context_estimate
+        result.output_tokens = deltas
+    if result.ttft_ms is not None and result.turn_e2e_ms is not None and result.output_tokens > 1:
+        result.tpot_ms = (result.turn_e2e_ms - result.ttft_ms) / (result.output_tokens - 1)
+    stamps = final.get("wsmode")
+    if isinstance(stamps, Mapping):
+        result.inference_ttft_ms = _num(stamps.get("inference_ttft_ms"))
+        result.server_ttft_ms = _num(stamps.get("ttft_ms"))
+        result.server_api_overhead_ms = _num(stamps.get("api_overhead_ms"))
+        stages = stamps.get("stages_ms")
+        if isinstance(stages, Mapping):
+            result.stages_ms = {str(k): float(v) for k, v in stages.items() if _num(v) is not None}
+        resolution = stamps.get("resolution")
+        result.resolution = resolution if isinstance(resolution, str) else None
+    if exchange.response is not None:
+        result.violations = tuple(
+            v.rule_id for v in exchange.response.violations if RULES[v.rule_id][0] == "MUST"
+        )
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def exchange_error(exchange: Exchange) -> str | None:
+    """Why an exchange did not complete, or None when it did."""
+    if exchange.transport_error is not None:
+        return f"transport: {exchange.transport_error}"
+    if exchange.request_error is not None:
+        err = exchange.request_error
+        return f"request error {err.status} {err.code or err.type}: {err.message[:200]}"
+    if exchange.response is None:
+        return "no response"
+    if not exchange.response.done:
+        return "stream ended before the terminal event"
+    if exchange.response.terminal_type != "response.completed":
+        error = (exchange.final_response or {}).get("error") or {}
+        code = error.get("code") if isinstance(error, Mapping) else None
+        return f"{exchange.response.terminal_type} ({code or 'no code'})"
+    return None
+
+
+# -- transports ------------------------------------------------------------------------------------
+class _Session:
+    """One rollout's connection: a WebSocket, or an HTTP client with keep-alive."""
+
+    def __init__(self, endpoint: Endpoint, options: ReplayOptions) -> None:
+        self.endpoint = endpoint
+        self.options = options
+        self.ws: WsClient | None = None
+        self.sse: SseClient | None = None
+
+    async def open(self) -> None:
+        url = self.endpoint.for_mode(self.options.mode)
+        if self.options.mode == "ws":
+            self.ws = await WsClient.connect(
+                url,
+                api_key=self.endpoint.api_key,
+                beta_header=self.endpoint.beta_header,
+                timeout_s=self.options.connect_timeout_s,
+            )
+        else:
+            self.sse = SseClient(
+                url,
+                api_key=self.endpoint.api_key,
+                timeout_s=self.options.turn_timeout_s,
+                max_connections=1,
+            )
+
+    async def exchange(self, body: Mapping[str, Any]) -> tuple[Exchange, int, int]:
+        """(exchange, bytes sent, bytes received) for one create."""
+        timeout = self.options.turn_timeout_s
+        if self.ws is not None:
+            ex = await ws_exchange(self.ws, body, timeout_s=timeout)
+            return ex, ex.bytes_sent, ex.bytes_received
+        assert self.sse is not None
+        sent0, received0 = self.sse.bytes_sent, self.sse.bytes_received
+        try:
+            async with asyncio.timeout(timeout):
+                ex = await sse_exchange(self.sse, body, timeout_s=timeout)
+        except TimeoutError:
+            ex = Exchange(dict(body), time.perf_counter_ns())
+            ex.transport_error = TransportError(f"no terminal event within {timeout} s")
+        return ex, self.sse.bytes_sent - sent0, self.sse.bytes_received - received0
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+        if self.sse is not None:
+            await self.sse.close()
+
+
+# -- the driver ------------------------------------------------------------------------------------
+async def replay_rollout(
+    rollout: Rollout,
+    endpoint: Endpoint,
+    options: ReplayOptions,
+    *,
+    name: str | None = None,
+    intended_start_ns: int | None = None,
+) -> RolloutResult:
+    """Replay one rollout; never raises for target misbehaviour (it becomes a failed turn).
+
+    `intended_start_ns` (perf_counter_ns) is when an open-loop schedule meant to start it: the
+    rollout's wall time and turn 0's TTFT and e2e are measured from there, so a late start counts
+    as latency (no coordinated omission).
+    """
+    mode_name = name or options.mode
+    started_ns = time.perf_counter_ns()
+    origin_ns = intended_start_ns if intended_start_ns is not None else started_ns
+    lag_ms = max(0.0, (started_ns - origin_ns) / 1e6)
+    result = RolloutResult(
+        rollout.id, mode_name, options.mode, start_lag_ms=lag_ms, time_scale=options.time_scale
+    )
+    turns = rollout.turns[: options.max_turns] if options.max_turns else rollout.turns
+    state = RolloutState(rollout, options)
+    session = _Session(endpoint, options)
+    last_ns = started_ns
+    try:
+        try:
+            connect_start = time.perf_counter_ns()
+            await session.open()
+            result.connect_ms = (time.perf_counter_ns() - connect_start) / 1e6
+        except (TransportError, ValueError, OSError) as exc:
+            result.ok = False
+            result.error = f"connect: {exc}"
+            result.turns.append(TurnResult(rollout.id, mode_name, 0, False, result.error))
+            return result
+        for turn in turns:
+            turn_result = await _run_turn(
+                rollout, turn, state, session, result, lag_ms if turn.index == 0 else 0.0
+            )
+            result.turns.append(turn_result)
+            last_ns = time.perf_counter_ns()
+            if not turn_result.ok:
+                result.ok = False
+                result.error = f"turn {turn.index}: {turn_result.error}"
+                break
+    finally:
+        await session.close()
+    result.wall_ms = (last_ns - origin_ns) / 1e6
+    return result
+
+
+async def _run_turn(
+    rollout: Rollout,
+    turn: Turn,
+    state: RolloutState,
+    session: _Session,
+    result: RolloutResult,
+    lag_ms: float,
+) -> TurnResult:
+    options = state.options
+    out = TurnResult(rollout.id, result.mode, turn.index, ok=False, start_lag_ms=lag_ms)
+    out.tool_wait_recorded_ms = turn.tool_wait_ms
+    result.recorded_tool_ms += turn.tool_wait_ms
+    wait_s = turn.tool_wait_ms * options.time_scale / 1000.0
+    if wait_s > 0:
+        slept = time.perf_counter_ns()
+        await asyncio.sleep(wait_s)
+        out.tool_wait_waited_ms = (time.perf_counter_ns() - slept) / 1e6
+        result.waited_tool_ms += out.tool_wait_waited_ms
+    if options.prewarm and options.mode == "ws" and turn.index == 0:
+        warm, sent, received = await session.exchange(state.prewarm_request(turn))
+        out.bytes_sent += sent
+        out.bytes_received += received
+        out.prewarm_ms = warm.e2e_ms
+        error = exchange_error(warm)
+        if error is not None:
+            out.error = f"prewarm: {error}"
+            return out
+        state.previous_response_id = warm.response_id
+        body, answers = state.request(turn)
+        body["input"] = []
+    else:
+        body, answers = state.request(turn)
+    out.answered_call_ids = answers.answered_call_ids
+    out.generic_answers = answers.generic_answers
+    exchange, sent, received = await session.exchange(body)
+    out.bytes_sent += sent
+    out.bytes_received += received
+    error = exchange_error(exchange)
+    _fill_metrics(out, exchange, rollout.context_tokens_estimate(turn.index))
+    if lag_ms and out.ttft_ms is not None and out.turn_e2e_ms is not None:
+        out.ttft_ms += lag_ms
+        out.turn_e2e_ms += lag_ms
+    if error is not None:
+        out.error = error
+        out.ttft_ms = out.turn_e2e_ms = out.tpot_ms = None
+        out.itl_gaps_ms = []
+        return out
+    assert exchange.response is not None
+    output = exchange.response.output_items()
+    out.emitted_call_ids = tuple(
+        str(i.get("call_id")) for i in output if i.get("type") == "function_call"
+    )
+    if options.send_script:
+        out.reproduced = reproduces(output, turn.output)
+    out.ok = True
+    state.observe(turn, answers.items, exchange)
+    return out
+
+
+def with_mode(options: ReplayOptions, mode: Mode) -> ReplayOptions:
+    return replace(options, mode=mode)
