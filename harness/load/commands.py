@@ -1,0 +1,129 @@
+"""CLI commands of the load area: `wsmode bench`, `wsmode record`, `wsmode traces ...`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.load.traces import TraceFormatError
+
+
+def register(subparsers: Any) -> None:
+    from harness.load import bench
+
+    parser = subparsers.add_parser(
+        "bench",
+        help="replay agent rollouts in ws, http and http-chained mode and compare them",
+        description=(
+            "Replay agent-rollout traces against a server in WebSocket mode and over HTTP, "
+            "print a comparison table, write a results JSON and an HTML report. Without "
+            "--target it starts the embedded reference server."
+        ),
+    )
+    bench.add_arguments(parser)
+    parser.set_defaults(handler=bench.main)
+
+    record = subparsers.add_parser(
+        "record",
+        help="record a live agent's traffic into a trace (WS + HTTP pass-through proxy)",
+        description=(
+            "Listen on 127.0.0.1:PORT, forward WebSocket and HTTP /v1/responses traffic to the "
+            "upstream server and write what passed as a wsmode-trace file (one rollout per "
+            "WebSocket connection or previous_response_id chain). Stop with Ctrl-C."
+        ),
+    )
+    record.add_argument("--upstream", required=True, help="e.g. http://127.0.0.1:8000")
+    record.add_argument("--listen", type=int, required=True, help="local port (0: pick one)")
+    record.add_argument("--out", required=True, help="trace file to write (.jsonl or .jsonl.gz)")
+    record.add_argument("--duration-s", type=float, help="stop after this many seconds")
+    record.set_defaults(handler=_record)
+
+    traces = subparsers.add_parser("traces", help="generate, validate or convert traces")
+    sub = traces.add_subparsers(dest="traces_command", metavar="ACTION")
+    gen = sub.add_parser("generate", help="generate rollouts with the seeded generator")
+    gen.add_argument("--out", required=True, help="directory (corpus) or .jsonl file")
+    gen.add_argument("--count", type=int, help="rollouts to generate into --out (a file)")
+    gen.add_argument("--seed", type=int, help="generator seed (default: the corpus seed)")
+    gen.add_argument("--kind", action="append", help="agent kind(s) to cycle through")
+    gen.add_argument("--turns", type=int, help="turns per rollout (default: per kind)")
+    gen.add_argument("--size-scale", type=float, default=1.0)
+    gen.set_defaults(handler=_generate)
+    val = sub.add_parser("validate", help="load trace files strictly; print a summary")
+    val.add_argument("paths", nargs="+")
+    val.set_defaults(handler=_validate)
+    conv = sub.add_parser("convert", help="convert codex sessions or chat exports to a trace")
+    conv.add_argument("--from", dest="source", choices=("codex", "chat"), required=True)
+    conv.add_argument("inputs", nargs="+", help="files (codex: rollout-*.jsonl or a directory)")
+    conv.add_argument("--out", required=True)
+    conv.add_argument("--agent-kind", default="unknown")
+    conv.set_defaults(handler=_convert)
+    traces.set_defaults(handler=lambda args: (traces.print_help(), 2)[1])
+
+
+def _record(args: argparse.Namespace) -> int:
+    from harness.load.recorder import main
+
+    return main(args)
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from harness.load import tracegen
+    from harness.load.traces import dump_rollouts
+
+    if args.count is None:
+        seed = tracegen.CORPUS_SEED if args.seed is None else args.seed
+        for name, size in tracegen.write_corpus(args.out, seed).items():
+            print(f"{Path(args.out) / name}: {size / 1e6:.2f} MB")
+        return 0
+    kwargs: dict[str, Any] = {"size_scale": args.size_scale}
+    if args.turns:
+        kwargs["n_turns"] = args.turns
+    rollouts = tracegen.generate_corpus(
+        args.count,
+        0 if args.seed is None else args.seed,
+        kinds=tuple(args.kind or tracegen.KINDS),
+        **kwargs,
+    )
+    size = dump_rollouts(rollouts, args.out)
+    print(f"{args.out}: {len(rollouts)} rollouts, {size / 1e6:.2f} MB")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from harness.load.traces import load_traces
+
+    status = 0
+    for path in args.paths:
+        try:
+            rollouts = load_traces(path)
+        except TraceFormatError as exc:
+            print(f"INVALID {exc}")
+            status = 1
+            continue
+        turns = sum(len(r.turns) for r in rollouts)
+        calls = sum(len(t.function_calls) for r in rollouts for t in r.turns)
+        print(f"ok {path}: {len(rollouts)} rollouts, {turns} turns, {calls} function calls")
+    return status
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from harness.load.convert import convert_chat, convert_codex, iter_codex_sessions
+    from harness.load.traces import dump_rollouts
+
+    rollouts = []
+    try:
+        for raw in args.inputs:
+            path = Path(raw)
+            if args.source == "codex":
+                files = list(iter_codex_sessions(path)) if path.is_dir() else [path]
+                rollouts += [convert_codex(f, agent_kind=args.agent_kind) for f in files]
+            else:
+                rollouts.append(convert_chat(path, agent_kind=args.agent_kind))
+        dump_rollouts(rollouts, args.out)
+    except TraceFormatError as exc:
+        print(f"wsmode traces convert: {exc}", file=sys.stderr)
+        return 1
+    print(f"{args.out}: {len(rollouts)} rollouts")
+    return 0

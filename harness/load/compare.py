@@ -1,0 +1,278 @@
+"""Paired comparisons between modes: speedup with a bootstrap CI, TTFT change, the speedup split.
+
+Everything here reads the plain records a results file carries (`bench.rollouts[]`,
+`bench.samples[]`), so it works on a live run and on a saved file alike.
+
+**Pairing.** The n-th occurrence of a rollout id in mode A is paired with its n-th occurrence in
+mode B (the rule of results/README.md), and only when both replays succeeded.
+
+**Speedup.** Per rollout, e2e(baseline) / e2e(mode); the headline is the median ratio with a
+seeded percentile-bootstrap 95 % interval (`harness.report.stats`, exact and deterministic for a
+seed). It is given twice: on the end-to-end time (tool time counted at its recorded value) and on
+the model-side time (API + inference, tool time left out), because with long tool waits the first
+is diluted by time neither mode can change.
+
+**TTFT improvement.** 1 - p50(TTFT of mode) / p50(TTFT of baseline), over all ok turns, in %,
+with a bootstrap interval (the two samples resampled independently).
+
+**Speedup split.** Mean paired differences of model-side time telescope along the ablation
+ladder ``http -> http-chained -> ws-nocache -> ws``:
+
+- *input size* = http - http-chained: what sending only the new items (previous_response_id)
+  saves over resending the whole history, minus what the server's store hydration costs instead;
+- *transport* = http-chained - ws-nocache: HTTP request + SSE vs one WebSocket, the server doing
+  the same work (hydrating from the store: ws-nocache runs with `connection_cache` off and
+  store=true);
+- *server-side cache* = ws-nocache - ws: what the connection-scoped cache saves (no hydration,
+  incremental validation/safety/rendering, routing reuse).
+
+The three add up to http - ws exactly (means are additive; medians are not). Each optimization's
+share comes from switching it off in turn (`ws-no-<flag>` variants): its mean paired slowdown over
+ws, as a fraction of the total http - ws saving.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.report import stats
+
+DEFAULT_RESAMPLES = 2000
+LADDER = ("http", "http-chained", "ws-nocache", "ws")
+SPLIT_TERMS = (
+    ("input size", "http", "http-chained"),
+    ("transport", "http-chained", "ws-nocache"),
+    ("server-side cache", "ws-nocache", "ws"),
+)
+
+
+def paired_values(
+    rollouts: Iterable[Mapping[str, Any]], baseline: str, mode: str, key: str = "e2e_ms"
+) -> list[tuple[str, float, float]]:
+    """(rollout_id, baseline value, mode value) for every pair of ok replays."""
+    values: dict[tuple[str, str], list[float | None]] = defaultdict(list)
+    for r in rollouts:
+        value = r.get(key) if r.get("ok") else None
+        values[(str(r["mode"]), str(r["rollout_id"]))].append(
+            float(value) if isinstance(value, int | float) else None
+        )
+    out = []
+    for (m, rid), cur_values in values.items():
+        if m != mode:
+            continue
+        for base, cur in zip(values.get((baseline, rid), []), cur_values, strict=False):
+            if base is not None and cur is not None:
+                out.append((rid, base, cur))
+    return out
+
+
+def ratios(pairs: Sequence[tuple[str, float, float]]) -> list[float]:
+    return [b / c for _, b, c in pairs if c > 0]
+
+
+def median_ci(
+    values: Sequence[float], *, seed: int = 0, resamples: int = DEFAULT_RESAMPLES
+) -> tuple[float | None, list[float] | None]:
+    """(median, [low, high] 95 % bootstrap interval); (None, None) for no values."""
+    if not values:
+        return None, None
+    point, low, high = stats.bootstrap_percentile_ci(values, 50.0, resamples=resamples, seed=seed)
+    return point, [low, high]
+
+
+def _ok_values(samples: Iterable[Mapping[str, Any]], mode: str, key: str) -> list[float]:
+    return [
+        float(s[key])
+        for s in samples
+        if s.get("mode") == mode and s.get("ok") and isinstance(s.get(key), int | float)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    baseline_mode: str
+    mode: str
+    pairs: int
+    speedup_median: float | None
+    ci95: list[float] | None
+    model_speedup_median: float | None
+    model_ci95: list[float] | None
+    ttft_p50_baseline_ms: float | None
+    ttft_p50_ms: float | None
+    ttft_improvement_pct: float | None
+    ttft_improvement_ci95_pct: list[float] | None
+    per_rollout: list[tuple[str, float, float]]  # (rollout_id, e2e speedup, model speedup)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A `bench.comparisons[]` entry (extra keys allowed by the schema)."""
+        return {
+            "baseline_mode": self.baseline_mode,
+            "mode": self.mode,
+            "speedup_median": _r(self.speedup_median, 4),
+            "ci95": _rl(self.ci95, 4),
+            "ttft_improvement_pct": _r(self.ttft_improvement_pct, 2),
+            "pairs": self.pairs,
+            "model_speedup_median": _r(self.model_speedup_median, 4),
+            "model_ci95": _rl(self.model_ci95, 4),
+            "ttft_p50_baseline_ms": _r(self.ttft_p50_baseline_ms, 3),
+            "ttft_p50_ms": _r(self.ttft_p50_ms, 3),
+            "ttft_improvement_ci95_pct": _rl(self.ttft_improvement_ci95_pct, 2),
+        }
+
+
+def compare(
+    rollouts: Sequence[Mapping[str, Any]],
+    samples: Sequence[Mapping[str, Any]],
+    baseline: str,
+    mode: str,
+    *,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> Comparison:
+    pairs = paired_values(rollouts, baseline, mode, "e2e_ms")
+    speedups = ratios(pairs)
+    point, ci = median_ci(speedups, seed=seed, resamples=resamples)
+    model_pairs = paired_values(rollouts, baseline, mode, "model_ms")
+    model = ratios(model_pairs)
+    m_point, m_ci = median_ci(model, seed=seed, resamples=resamples)
+    base_ttft = _ok_values(samples, baseline, "ttft_ms")
+    cur_ttft = _ok_values(samples, mode, "ttft_ms")
+    base_p50 = stats.median(base_ttft) if base_ttft else None
+    cur_p50 = stats.median(cur_ttft) if cur_ttft else None
+    improvement: float | None = None
+    improvement_ci: list[float] | None = None
+    if base_ttft and cur_ttft and base_p50:
+        change, low, high = stats.bootstrap_relative_change(
+            base_ttft, cur_ttft, 50.0, resamples=resamples, seed=seed
+        )
+        improvement = -100.0 * change
+        improvement_ci = [-100.0 * high, -100.0 * low]
+    return Comparison(
+        baseline,
+        mode,
+        len(pairs),
+        point,
+        ci,
+        m_point,
+        m_ci,
+        base_p50,
+        cur_p50,
+        improvement,
+        improvement_ci,
+        [
+            (rid, b / c, mb / mc)
+            for (rid, b, c), (_, mb, mc) in zip(pairs, model_pairs, strict=False)
+            if c > 0 and mc > 0
+        ],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    name: str
+    from_mode: str
+    to_mode: str
+    saved_ms: float | None  # mean paired model-side time saved per rollout
+    share: float | None  # of the total http - ws saving
+    pairs: int
+
+
+def _mean_saving(rollouts: Sequence[Mapping[str, Any]], a: str, b: str) -> tuple[float | None, int]:
+    pairs = paired_values(rollouts, a, b, "model_ms")
+    if not pairs:
+        return None, 0
+    return statistics.fmean(x - y for _, x, y in pairs), len(pairs)
+
+
+def speedup_split(rollouts: Sequence[Mapping[str, Any]]) -> list[Term]:
+    """The telescoping split of http - ws over the ladder modes present (module docstring).
+
+    Without ws-nocache (no ablation run) the last two terms merge into one
+    "transport + server-side cache" term from http-chained to ws; without http-chained the
+    first merges in too. Terms always add up to http - ws.
+    """
+    present = {str(r.get("mode")) for r in rollouts}
+    if "http" not in present or "ws" not in present:
+        return []
+    total, _ = _mean_saving(rollouts, "http", "ws")
+    names = {(a, b): name for name, a, b in SPLIT_TERMS}
+    ladder = [m for m in LADDER if m in present]
+    out = []
+    for a, b in itertools.pairwise(ladder):
+        i, j = LADDER.index(a), LADDER.index(b)
+        name = " + ".join(names[(LADDER[k], LADDER[k + 1])] for k in range(i, j))
+        saved, n = _mean_saving(rollouts, a, b)
+        share = saved / total if saved is not None and total else None
+        out.append(Term(name, a, b, saved, share, n))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class AblationRow:
+    variant: str
+    flag: str
+    slowdown_ms: float | None  # mean paired model-side time added per rollout when off
+    share: float | None  # of the total http - ws saving
+    ttft_p50_ms: float | None
+    ttft_delta_ms: float | None  # p50 TTFT change vs ws
+    pairs: int
+
+
+def ablation_rows(
+    rollouts: Sequence[Mapping[str, Any]],
+    samples: Sequence[Mapping[str, Any]],
+    flags: Mapping[str, str],
+    *,
+    reference: str = "ws",
+) -> list[AblationRow]:
+    """One row per `variant -> flag switched off`, measured against `reference`."""
+    total, _ = _mean_saving(rollouts, "http", reference)
+    ref_ttft = _ok_values(samples, reference, "ttft_ms")
+    ref_p50 = stats.median(ref_ttft) if ref_ttft else None
+    rows = []
+    for variant, flag in flags.items():
+        slow, n = _mean_saving(rollouts, variant, reference)
+        ttft = _ok_values(samples, variant, "ttft_ms")
+        p50 = stats.median(ttft) if ttft else None
+        rows.append(
+            AblationRow(
+                variant,
+                flag,
+                slow,
+                slow / total if slow is not None and total else None,
+                p50,
+                p50 - ref_p50 if p50 is not None and ref_p50 is not None else None,
+                n,
+            )
+        )
+    return rows
+
+
+def stage_means(samples: Iterable[Mapping[str, Any]], mode: str) -> dict[str, float]:
+    """Mean server stage time per ok turn (ms, real + charged), from the reference server."""
+    totals: dict[str, float] = defaultdict(float)
+    turns = 0
+    for s in samples:
+        if s.get("mode") != mode or not s.get("ok"):
+            continue
+        stages = s.get("stages_ms")
+        if not isinstance(stages, Mapping) or not stages:
+            continue
+        turns += 1
+        for name, value in stages.items():
+            if isinstance(value, int | float):
+                totals[name] += float(value)
+    return {name: total / turns for name, total in sorted(totals.items())} if turns else {}
+
+
+def _r(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _rl(values: list[float] | None, digits: int) -> list[float] | None:
+    return None if values is None else [round(v, digits) for v in values]
