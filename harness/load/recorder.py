@@ -1,0 +1,657 @@
+"""`wsmode record`: a WS + HTTP pass-through proxy that turns a live agent's traffic into a trace.
+
+The agent is pointed at ``http://127.0.0.1:PORT/v1`` (or ``ws://127.0.0.1:PORT/v1/responses``);
+every request is forwarded unchanged to the upstream origin (same path, same headers), every
+event is relayed back as it arrives, and what passed is recorded:
+
+- **Rollouts.** A WebSocket connection is one rollout; a `response.create` without
+  `previous_response_id` on it starts a new one. Over HTTP, a request with
+  `previous_response_id` joins the rollout holding that response; a stateless request (whole
+  history resent) joins the open stateless rollout with the same first input item, else starts
+  a new one.
+- **Turns.** One per completed response: its new input items (for a stateless request, the
+  items after the last model-output item of the history), the output items it produced, and
+  ``tool_wait_ms`` = time from the previous response's terminal event to this create. A
+  `generate: false` warm-up has no output: its input is carried into the next turn. Failed or
+  refused requests are left out (the agent resends what it needs).
+- **Observed timings** (at the proxy): ``ttft_ms`` (create received → first output event from
+  upstream), ``e2e_ms`` (→ terminal), and the usage token counts.
+
+Rollouts are written (atomically, validated) each time one ends and when the recorder stops;
+a rollout that breaks the trace format's rules (e.g. an unanswered call) is skipped with a
+warning on stderr. Listening is on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+import h11
+import httpx
+from websockets.asyncio.client import connect as ws_connect
+from websockets.asyncio.server import Server, ServerConnection
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
+from websockets.server import ServerProtocol
+
+from harness.load.traces import (
+    OutputSpec,
+    Rollout,
+    TraceFormatError,
+    Turn,
+    dump_rollouts,
+    estimate_tokens,
+    input_message,
+)
+from harness.protocol.accumulator import ResponseAccumulator
+
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "host",
+        "content-length",
+        "proxy-connection",
+    }
+)
+_OUTPUT_TYPES = ("function_call", "reasoning")
+_TERMINALS = frozenset({"response.completed", "response.failed", "response.incomplete"})
+_NOT_OUTPUT = frozenset(
+    {"response.created", "response.queued", "response.in_progress", "error", *_TERMINALS}
+)
+MAX_HEAD_BYTES = 64 * 1024
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+# -- what one response looked like at the proxy ----------------------------------------------------
+@dataclass
+class Observed:
+    request: dict[str, Any]
+    received_ns: int  # when the create reached the proxy
+    first_output_ns: int | None = None
+    terminal_ns: int | None = None
+    accumulator: ResponseAccumulator = field(default_factory=ResponseAccumulator)
+    final: dict[str, Any] | None = None  # a non-streamed HTTP answer
+
+    def feed(self, event: Mapping[str, Any], at_ns: int) -> None:
+        event_type = str(event.get("type", ""))
+        if self.first_output_ns is None and event_type not in _NOT_OUTPUT:
+            self.first_output_ns = at_ns
+        if event_type == "error" and self.accumulator.event_count == 0:
+            self.terminal_ns = at_ns  # a refused request
+            return
+        self.accumulator.feed(event)
+        if self.accumulator.done:
+            self.terminal_ns = at_ns
+
+    @property
+    def response(self) -> dict[str, Any] | None:
+        if self.final is not None:
+            return self.final
+        return self.accumulator.response if self.accumulator.done else None
+
+    @property
+    def completed(self) -> bool:
+        response = self.response
+        return response is not None and response.get("status") == "completed"
+
+    def output_items(self) -> list[dict[str, Any]]:
+        if self.final is not None:
+            return [i for i in self.final.get("output") or [] if isinstance(i, dict)]
+        return self.accumulator.output_items()
+
+
+def _input_items(request: Mapping[str, Any]) -> list[dict[str, Any]]:
+    raw = request.get("input")
+    if isinstance(raw, str):
+        return [input_message(raw)]
+    if isinstance(raw, list):
+        return [dict(i) for i in raw if isinstance(i, dict)]
+    return []
+
+
+def _is_model_output(item: Mapping[str, Any]) -> bool:
+    kind = item.get("type")
+    if kind in _OUTPUT_TYPES:
+        return True
+    return (kind in (None, "message")) and item.get("role") == "assistant"
+
+
+def new_items_of_stateless(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items after the last model-output item: what a stateless client added this turn."""
+    for index in range(len(items) - 1, -1, -1):
+        if _is_model_output(items[index]):
+            return list(items[index + 1 :])
+    return list(items)
+
+
+def _output_spec(item: Mapping[str, Any], reasoning_tokens: int) -> OutputSpec | None:
+    kind = item.get("type")
+    if kind == "message":
+        text = "".join(
+            str(p.get("text", "")) for p in item.get("content") or [] if isinstance(p, Mapping)
+        )
+        return OutputSpec.message(text)
+    if kind == "function_call":
+        return OutputSpec.function_call(
+            str(item.get("name", "")), str(item.get("arguments", "")), str(item.get("call_id", ""))
+        )
+    if kind == "reasoning":
+        summary = "".join(
+            str(p.get("text", "")) for p in item.get("summary") or [] if isinstance(p, Mapping)
+        )
+        return OutputSpec.reasoning(summary, max(0, reasoning_tokens - estimate_tokens(summary)))
+    return None
+
+
+# -- rollouts being built --------------------------------------------------------------------------
+@dataclass
+class RolloutBuilder:
+    """The turns of one chain as they complete."""
+
+    rollout_id: str
+    stateless: bool
+    header: dict[str, Any] = field(default_factory=dict)
+    turns: list[Turn] = field(default_factory=list)
+    response_ids: list[str] = field(default_factory=list)
+    carried: list[dict[str, Any]] = field(default_factory=list)  # warm-up input, not yet a turn
+    last_terminal_ns: int | None = None
+    fingerprint: str = ""
+    closed: bool = False
+
+    def add(self, obs: Observed) -> None:
+        response = obs.response
+        if response is None or not obs.completed:
+            return  # failed / refused: the agent resends what it needs
+        request = obs.request
+        if not self.header:
+            tools = [
+                t
+                for t in request.get("tools") or []
+                if isinstance(t, dict) and t.get("type") == "function" and t.get("name")
+            ]
+            self.header = {
+                "model": str(request.get("model") or response.get("model") or "unknown"),
+                "instructions": request.get("instructions")
+                if isinstance(request.get("instructions"), str)
+                else None,
+                "tools": tuple(tools),
+            }
+        response_id = response.get("id")
+        if isinstance(response_id, str):
+            self.response_ids.append(response_id)
+        items = _input_items(request)
+        if self.stateless and self.turns:
+            items = new_items_of_stateless(items)
+        wait_ms = 0.0
+        if self.last_terminal_ns is not None and self.turns:
+            wait_ms = max(0.0, (obs.received_ns - self.last_terminal_ns) / 1e6)
+        self.last_terminal_ns = obs.terminal_ns
+        outputs = obs.output_items()
+        usage = response.get("usage") if isinstance(response.get("usage"), Mapping) else {}
+        details = usage.get("output_tokens_details") if usage else None
+        reasoning_tokens = (
+            int(details.get("reasoning_tokens") or 0) if isinstance(details, Mapping) else 0
+        )
+        specs = [s for s in (_output_spec(i, reasoning_tokens) for i in outputs) if s is not None]
+        if request.get("generate") is False or not specs:
+            self.carried.extend(items)
+            return
+        observed: dict[str, Any] = {}
+        if obs.first_output_ns is not None:
+            observed["ttft_ms"] = round((obs.first_output_ns - obs.received_ns) / 1e6, 3)
+        if obs.terminal_ns is not None:
+            observed["e2e_ms"] = round((obs.terminal_ns - obs.received_ns) / 1e6, 3)
+        if usage:
+            for key in ("input_tokens", "output_tokens"):
+                if isinstance(usage.get(key), int):
+                    observed[key] = usage[key]
+            in_details = usage.get("input_tokens_details")
+            if isinstance(in_details, Mapping) and isinstance(in_details.get("cached_tokens"), int):
+                observed["cached_tokens"] = in_details["cached_tokens"]
+        self.turns.append(
+            Turn(
+                index=len(self.turns),
+                input=tuple([*self.carried, *items]),
+                output=tuple(specs),
+                tool_wait_ms=round(wait_ms, 1),
+                observed=observed,
+            )
+        )
+        self.carried = []
+
+    def build(self) -> Rollout | None:
+        if not self.turns:
+            return None
+        return Rollout(
+            id=self.rollout_id,
+            source="recorded",
+            agent_kind="unknown",
+            model=str(self.header.get("model", "unknown")),
+            instructions=self.header.get("instructions"),
+            tools=tuple(self.header.get("tools", ())),
+            meta={"recorder": "harness.load.recorder", "stateless_http": self.stateless},
+            turns=tuple(self.turns),
+        )
+
+
+class TraceLog:
+    """Every rollout seen, and the trace file they are written to."""
+
+    def __init__(self, out: Path, err: TextIO) -> None:
+        self.out = out
+        self.err = err
+        self.builders: list[RolloutBuilder] = []
+        self.skipped: dict[str, str] = {}
+        self._seq = 0
+        self._prefix = time.strftime("rec-%Y%m%dT%H%M%S")
+
+    def new(self, *, stateless: bool, fingerprint: str = "") -> RolloutBuilder:
+        self._seq += 1
+        builder = RolloutBuilder(f"{self._prefix}-{self._seq:04d}", stateless)
+        builder.fingerprint = fingerprint
+        self.builders.append(builder)
+        return builder
+
+    def for_http(self, request: Mapping[str, Any]) -> RolloutBuilder:
+        previous = request.get("previous_response_id")
+        if isinstance(previous, str):
+            for builder in reversed(self.builders):
+                if previous in builder.response_ids and not builder.closed:
+                    return builder
+            return self.new(stateless=False)
+        items = _input_items(request)
+        fingerprint = json.dumps(items[:1], sort_keys=True) + str(request.get("instructions"))
+        for builder in reversed(self.builders):
+            if builder.stateless and not builder.closed and builder.fingerprint == fingerprint:
+                return builder
+        return self.new(stateless=True, fingerprint=fingerprint)
+
+    def rollouts(self) -> list[Rollout]:
+        out = []
+        for builder in self.builders:
+            rollout = builder.build()
+            if rollout is None:
+                continue
+            try:
+                rollout.validate()
+            except TraceFormatError as exc:
+                if builder.rollout_id not in self.skipped:
+                    self.skipped[builder.rollout_id] = str(exc)
+                    self.err.write(f"wsmode record: skipping {builder.rollout_id}: {exc}\n")
+                continue
+            out.append(rollout)
+        return out
+
+    def write(self) -> int:
+        rollouts = self.rollouts()
+        if rollouts:
+            dump_rollouts(rollouts, self.out)
+        return len(rollouts)
+
+
+# -- the proxy -------------------------------------------------------------------------------------
+class Recorder:
+    """Listen on 127.0.0.1:`port`; forward to `upstream`; record into `out`."""
+
+    def __init__(
+        self, upstream: str, out: str | Path, *, port: int = 0, err: TextIO = sys.stderr
+    ) -> None:
+        parts = urlsplit(upstream)
+        if parts.scheme not in ("http", "https", "ws", "wss") or not parts.netloc:
+            raise ValueError(f"upstream must be an http(s):// or ws(s):// URL, got {upstream!r}")
+        secure = parts.scheme in ("https", "wss")
+        self.http_origin = f"{'https' if secure else 'http'}://{parts.netloc}"
+        self.ws_origin = f"{'wss' if secure else 'ws'}://{parts.netloc}"
+        self.log = TraceLog(Path(out), err)
+        self.err = err
+        self.port = port
+        self.http = httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=10.0))
+        self._server: asyncio.Server | None = None
+        self._ws_server: Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/v1/responses"
+
+    async def __aenter__(self) -> Recorder:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        self._ws_server = Server(self._relay_ws, server_header="wsmode-recorder")
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _FrontDoor(self), "127.0.0.1", self.port, reuse_address=True
+        )
+        self._ws_server.wrap(self._server)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> int:
+        """Stop listening, end open connections, write the trace; returns rollouts written."""
+        if self._ws_server is not None:
+            self._ws_server.close()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(5):
+                    await self._ws_server.wait_closed()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.http.aclose()
+        for builder in self.log.builders:
+            builder.closed = True
+        return self.log.write()
+
+    # -- WebSocket ------------------------------------------------------------------------
+    def accept_websocket(self, transport: asyncio.Transport, head: bytes) -> None:
+        assert self._ws_server is not None
+        protocol = ServerProtocol(max_size=MAX_BODY_BYTES)
+        connection = ServerConnection(
+            protocol, self._ws_server, ping_interval=None, close_timeout=5
+        )
+        transport.set_protocol(connection)
+        connection.connection_made(transport)
+        connection.data_received(head)
+
+    async def _relay_ws(self, client: ServerConnection) -> None:
+        request = client.request
+        assert request is not None
+        headers = {
+            k: v
+            for k, v in request.headers.raw_items()
+            if k.lower()
+            in ("authorization", "openai-beta", "openai-organization", "openai-project")
+        }
+        try:
+            upstream = await ws_connect(
+                self.ws_origin + request.path,
+                additional_headers=headers,
+                compression=None,
+                max_size=MAX_BODY_BYTES,
+                ping_interval=None,
+                open_timeout=10,
+            )
+        except InvalidStatus as exc:
+            self.err.write(f"wsmode record: upstream refused the upgrade: {exc}\n")
+            await client.close(1011, "upstream refused")
+            return
+        except (OSError, WebSocketException, TimeoutError) as exc:
+            self.err.write(f"wsmode record: cannot reach upstream: {exc}\n")
+            await client.close(1011, "upstream unreachable")
+            return
+        pending: list[Observed] = []
+        current: list[RolloutBuilder] = []
+
+        async def client_to_upstream() -> None:
+            async for message in client:
+                now = time.perf_counter_ns()
+                if isinstance(message, str):
+                    with contextlib.suppress(ValueError):
+                        event = json.loads(message)
+                        if isinstance(event, dict) and event.get("type") == "response.create":
+                            body = {k: v for k, v in event.items() if k != "type"}
+                            pending.append(Observed(body, now))
+                await upstream.send(message)
+
+        async def upstream_to_client() -> None:
+            async for message in upstream:
+                now = time.perf_counter_ns()
+                await client.send(message)
+                if not isinstance(message, str) or not pending:
+                    continue
+                try:
+                    event = json.loads(message)
+                except ValueError:
+                    continue
+                if not isinstance(event, dict):
+                    continue
+                obs = pending[0]
+                obs.feed(event, now)
+                if obs.terminal_ns is not None:
+                    pending.pop(0)
+                    if not current or (
+                        obs.request.get("previous_response_id") is None and current[-1].turns
+                    ):
+                        if current:
+                            current[-1].closed = True
+                        current.append(self.log.new(stateless=False))
+                    current[-1].add(obs)
+
+        tasks = [
+            asyncio.create_task(client_to_upstream()),
+            asyncio.create_task(upstream_to_client()),
+        ]
+        try:
+            _, still = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in still:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            with contextlib.suppress(Exception):
+                await upstream.close()
+            with contextlib.suppress(Exception):
+                await client.close()
+            for builder in current:
+                builder.closed = True
+            self._write_quietly()
+
+    def _write_quietly(self) -> None:
+        try:
+            self.log.write()
+        except OSError as exc:
+            self.err.write(f"wsmode record: cannot write {self.log.out}: {exc}\n")
+
+    # -- HTTP -----------------------------------------------------------------------------
+    def accept_http(self, transport: asyncio.Transport, head: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=MAX_HEAD_BYTES)
+        protocol = asyncio.StreamReaderProtocol(reader)
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        reader.feed_data(head)
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        task = loop.create_task(self._serve_http(reader, writer))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        try:
+            while True:
+                event = await _next_event(conn, reader)
+                if not isinstance(event, h11.Request):
+                    return
+                body = bytearray()
+                while True:
+                    part = await _next_event(conn, reader)
+                    if isinstance(part, h11.Data):
+                        body += part.data
+                        if len(body) > MAX_BODY_BYTES:
+                            return
+                    elif isinstance(part, h11.EndOfMessage):
+                        break
+                    else:
+                        return
+                await self._forward_http(conn, writer, event, bytes(body))
+                if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                    return
+                conn.start_next_cycle()
+        except (ConnectionError, TimeoutError, h11.ProtocolError, httpx.HTTPError) as exc:
+            if not isinstance(exc, ConnectionError | TimeoutError):
+                self.err.write(f"wsmode record: HTTP relay: {exc}\n")
+        finally:
+            writer.close()
+
+    async def _forward_http(
+        self, conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request, body: bytes
+    ) -> None:
+        received_ns = time.perf_counter_ns()
+        method = request.method.decode("ascii")
+        target = request.target.decode("ascii", "replace")
+        headers = [
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in request.headers
+            if k.decode("latin-1").lower() not in _HOP_BY_HOP
+        ]
+        obs: Observed | None = None
+        if method == "POST" and target.split("?", 1)[0].rstrip("/").endswith("/responses"):
+            with contextlib.suppress(ValueError):
+                payload = json.loads(body)
+                if isinstance(payload, dict):
+                    obs = Observed(payload, received_ns)
+        upstream_request = self.http.build_request(
+            method, self.http_origin + target, headers=headers, content=body
+        )
+        response = await self.http.send(upstream_request, stream=True)
+        try:
+            out_headers = [
+                (k, v) for k, v in response.headers.items() if k.lower() not in _HOP_BY_HOP
+            ]
+            out_headers = [(k, v) for k, v in out_headers if k.lower() != "content-encoding"]
+            writer.write(
+                conn.send(h11.Response(status_code=response.status_code, headers=out_headers))
+            )
+            is_sse = "text/event-stream" in response.headers.get("content-type", "")
+            buffer = b""
+            raw = bytearray()
+            async for chunk in response.aiter_bytes():
+                now = time.perf_counter_ns()
+                writer.write(conn.send(h11.Data(data=chunk)))
+                await writer.drain()
+                if obs is None:
+                    continue
+                if is_sse:
+                    buffer += chunk
+                    while (end := buffer.find(b"\n\n")) >= 0:
+                        block, buffer = buffer[:end], buffer[end + 2 :]
+                        event = _sse_event(block)
+                        if event is not None:
+                            obs.feed(event, now)
+                else:
+                    raw += chunk
+            writer.write(conn.send(h11.EndOfMessage()))
+            await writer.drain()
+        finally:
+            await response.aclose()
+        if obs is None or response.status_code != 200:
+            return
+        if not is_sse:
+            with contextlib.suppress(ValueError):
+                final = json.loads(bytes(raw))
+                if isinstance(final, dict):
+                    obs.final = final
+                    obs.terminal_ns = time.perf_counter_ns()
+        builder = self.log.for_http(obs.request)
+        builder.add(obs)
+
+
+async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader) -> Any:
+    while True:
+        event = conn.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        async with asyncio.timeout(300):
+            data = await reader.read(65536)
+        conn.receive_data(data)
+
+
+def _sse_event(block: bytes) -> dict[str, Any] | None:
+    lines = [line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:")]
+    if not lines:
+        return None
+    try:
+        event = json.loads(b"\n".join(lines))
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+class _FrontDoor(asyncio.Protocol):
+    """Reads a connection's request head, then hands it to the WebSocket or the HTTP relay."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            if len(self.buffer) > MAX_HEAD_BYTES:
+                self.transport.close()
+            return
+        head = bytes(self.buffer)
+        upgrade = any(
+            line.split(b":", 1)[0].strip().lower() == b"upgrade" and b"websocket" in line.lower()
+            for line in head[:end].split(b"\r\n")[1:]
+        )
+        if upgrade:
+            self.recorder.accept_websocket(self.transport, head)
+        else:
+            self.recorder.accept_http(self.transport, head)
+
+
+# -- CLI -------------------------------------------------------------------------------------------
+async def record(
+    upstream: str,
+    port: int,
+    out: str,
+    *,
+    duration_s: float | None = None,
+    err: TextIO = sys.stderr,
+) -> int:
+    recorder = Recorder(upstream, out, port=port, err=err)
+    await recorder.start()
+    err.write(
+        f"wsmode record: listening on {recorder.http_url} and {recorder.ws_url}, forwarding to "
+        f"{recorder.http_origin}; writing {out}; Ctrl-C to stop\n"
+    )
+    err.flush()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(duration_s):
+            await stop.wait()
+    written = await recorder.stop()
+    err.write(f"wsmode record: {written} rollout(s) written to {out}\n")
+    return 0
+
+
+def main(args: Any) -> int:
+    try:
+        return asyncio.run(record(args.upstream, args.listen, args.out, duration_s=args.duration_s))
+    except ValueError as exc:
+        sys.stderr.write(f"wsmode record: {exc}\n")
+        return 2
+    except ConnectionClosed:
+        return 1

@@ -1,0 +1,87 @@
+"""`wsmode record`: a proxy between the replay driver and the reference server writes a trace
+that replays the same conversation."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import io
+from pathlib import Path
+
+import pytest
+
+from harness.load.recorder import Recorder, new_items_of_stateless
+from harness.load.replay import MODES, Endpoint, ReplayOptions, replay_rollout
+from harness.load.traces import Rollout, input_message, load_traces
+
+from .replay_support import reference_server, run, smoke_rollouts
+
+
+def _without_reasoning_tokens(rollout: Rollout) -> list[object]:
+    """Turn outputs with the hidden-reasoning token count blanked: the recorder can only
+    estimate it (usage gives reasoning tokens incl. the summary, tokenized by the server)."""
+    return [
+        tuple(dataclasses.replace(o, tokens=0) if o.type == "reasoning" else o for o in t.output)
+        for t in rollout.turns
+    ]
+
+
+def test_recording_the_driver_reproduces_the_trace(tmp_path: Path) -> None:
+    originals = smoke_rollouts()
+    scale = 0.002
+    out = tmp_path / "recorded.jsonl"
+    err = io.StringIO()
+
+    async def scenario(upstream: str) -> int:
+        recorder = Recorder(upstream, out, err=err)
+        await recorder.start()
+        ep = Endpoint(recorder.ws_url, recorder.http_url)
+        for mode, rollout in zip(MODES, originals, strict=True):
+            result = await replay_rollout(rollout, ep, ReplayOptions(mode=mode, time_scale=scale))
+            assert result.ok, (mode, result.error)
+        warm = await replay_rollout(originals[0], ep, ReplayOptions(prewarm=True, time_scale=scale))
+        assert warm.ok
+        return await recorder.stop()
+
+    with reference_server(tmp_path / "d") as srv:
+        written = run(scenario(srv.http_url))
+    assert written == 4, err.getvalue()
+    recorded = load_traces(out)
+    for got, original in zip(recorded, [*originals, originals[0]], strict=True):
+        assert got.source == "recorded"
+        assert got.instructions == original.instructions and got.tools == original.tools
+        assert [t.input for t in got.turns] == [t.input for t in original.turns]
+        assert _without_reasoning_tokens(got) == _without_reasoning_tokens(original)
+        assert got.turns[0].tool_wait_ms == 0.0
+        for rec_turn, orig_turn in zip(got.turns[1:], original.turns[1:], strict=True):
+            # the gap the proxy saw includes the (scaled) tool wait
+            assert rec_turn.tool_wait_ms >= orig_turn.tool_wait_ms * scale * 0.9
+            assert {"ttft_ms", "e2e_ms", "input_tokens", "output_tokens"} <= set(rec_turn.observed)
+
+
+def test_stateless_new_items_are_what_follows_the_last_model_output() -> None:
+    call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    answer = {"type": "function_call_output", "call_id": "c", "output": "x"}
+    first = input_message("task")
+    assert new_items_of_stateless([first]) == [first]
+    assert new_items_of_stateless([first, call, answer]) == [answer]
+
+
+def test_upstream_must_be_a_url() -> None:
+    with pytest.raises(ValueError, match="upstream"):
+        Recorder("localhost:8000", "x.jsonl")
+
+
+def test_upstream_down_closes_the_client_and_records_nothing(tmp_path: Path) -> None:
+    async def scenario() -> int:
+        recorder = Recorder("http://127.0.0.1:9", tmp_path / "x.jsonl", err=io.StringIO())
+        await recorder.start()
+        result = await replay_rollout(
+            smoke_rollouts()[0],
+            Endpoint(recorder.ws_url, recorder.http_url),
+            ReplayOptions(max_turns=1, turn_timeout_s=5),
+        )
+        assert not result.ok
+        return await asyncio.wait_for(recorder.stop(), 10)
+
+    assert run(scenario()) == 0
