@@ -517,12 +517,66 @@ def exchange_error(exchange: Exchange) -> str | None:
 
 
 # -- transports ------------------------------------------------------------------------------------
+_PoolKey = tuple[str, str | None, float]
+
+
+class HttpClientPool:
+    """Keep-alive HTTP clients handed to rollouts one at a time, reused across rollouts.
+
+    Building an `SseClient` builds an `httpx.AsyncClient`, which loads the CA bundle: ~22 ms of
+    CPU that stalls the event loop, and with it every concurrent rollout's timestamps, once per
+    HTTP rollout. A pool (filled before the measured run with `prefill`) keeps that cost out of
+    the measurements. A client serves one rollout at a time (its byte counters stay per
+    rollout), like an agent process that keeps its HTTP client across tasks.
+    """
+
+    def __init__(self) -> None:
+        self._free: dict[_PoolKey, list[SseClient]] = {}
+        self._keys: dict[int, _PoolKey] = {}
+        self._all: list[SseClient] = []
+
+    def _new(self, key: _PoolKey) -> SseClient:
+        url, api_key, timeout_s = key
+        client = SseClient(url, api_key=api_key, timeout_s=timeout_s, max_connections=1)
+        self._all.append(client)
+        self._keys[id(client)] = key
+        return client
+
+    def prefill(self, url: str, api_key: str | None, timeout_s: float, count: int) -> None:
+        key = (url, api_key, timeout_s)
+        free = self._free.setdefault(key, [])
+        while len(free) < count:
+            free.append(self._new(key))
+
+    def acquire(self, url: str, api_key: str | None, timeout_s: float) -> SseClient:
+        key = (url, api_key, timeout_s)
+        free = self._free.setdefault(key, [])
+        return free.pop() if free else self._new(key)
+
+    def release(self, client: SseClient) -> None:
+        self._free.setdefault(self._keys[id(client)], []).append(client)
+
+    @property
+    def size(self) -> int:
+        return len(self._all)
+
+    async def aclose(self) -> None:
+        for client in self._all:
+            await client.close()
+        self._all.clear()
+        self._free.clear()
+        self._keys.clear()
+
+
 class _Session:
     """One rollout's connection: a WebSocket, or an HTTP client with keep-alive."""
 
-    def __init__(self, endpoint: Endpoint, options: ReplayOptions) -> None:
+    def __init__(
+        self, endpoint: Endpoint, options: ReplayOptions, pool: HttpClientPool | None = None
+    ) -> None:
         self.endpoint = endpoint
         self.options = options
+        self.pool = pool
         self.ws: WsClient | None = None
         self.sse: SseClient | None = None
 
@@ -535,6 +589,8 @@ class _Session:
                 beta_header=self.endpoint.beta_header,
                 timeout_s=self.options.connect_timeout_s,
             )
+        elif self.pool is not None:
+            self.sse = self.pool.acquire(url, self.endpoint.api_key, self.options.turn_timeout_s)
         else:
             self.sse = SseClient(
                 url,
@@ -563,7 +619,10 @@ class _Session:
         if self.ws is not None:
             await self.ws.close()
         if self.sse is not None:
-            await self.sse.close()
+            if self.pool is not None:
+                self.pool.release(self.sse)
+            else:
+                await self.sse.close()
 
 
 # -- the driver ------------------------------------------------------------------------------------
@@ -574,12 +633,14 @@ async def replay_rollout(
     *,
     name: str | None = None,
     intended_start_ns: int | None = None,
+    http_pool: HttpClientPool | None = None,
 ) -> RolloutResult:
     """Replay one rollout; never raises for target misbehaviour (it becomes a failed turn).
 
     `intended_start_ns` (perf_counter_ns) is when an open-loop schedule meant to start it: the
     rollout's wall time and turn 0's TTFT and e2e are measured from there, so a late start counts
-    as latency (no coordinated omission).
+    as latency (no coordinated omission). `http_pool` supplies pre-built HTTP clients (see
+    `HttpClientPool`); without it each HTTP rollout builds (and closes) its own.
     """
     mode_name = name or options.mode
     started_ns = time.perf_counter_ns()
@@ -590,7 +651,7 @@ async def replay_rollout(
     )
     turns = rollout.turns[: options.max_turns] if options.max_turns else rollout.turns
     state = RolloutState(rollout, options)
-    session = _Session(endpoint, options)
+    session = _Session(endpoint, options, http_pool)
     last_ns = started_ns
     try:
         try:
