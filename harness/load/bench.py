@@ -538,10 +538,10 @@ def analyse(
 ) -> dict[str, Any]:
     """Comparisons against http, the speedup split and the ablation rows."""
     comparisons = []
-    if "http" in names:
-        for name in names:
-            if name != "http":
-                comparisons.append(cmp.compare(rollouts, samples, "http", name, seed=seed))
+    for name in names:
+        baseline = baseline_for(name, names)
+        if baseline is not None:
+            comparisons.append(cmp.compare(rollouts, samples, baseline, name, seed=seed))
     split = cmp.speedup_split(rollouts)
     flags = {ablation_name(f): f for f in OPTIMIZATION_FLAGS if ablation_name(f) in names}
     if NOCACHE_VARIANT in names:
@@ -553,6 +553,26 @@ def analyse(
         "ablation": ablation,
         "stages_ms": {n: cmp.stage_means(samples, n) for n in names},
     }
+
+
+def baseline_for(name: str, names: Sequence[str]) -> str | None:
+    """The http variant `name` is compared with: `http`, or `http-cN` for a sweep's `x-cN`."""
+    match = re.fullmatch(r"(.+)-c(\d+)", name)
+    if match:
+        base = f"http-c{match.group(2)}"
+        return base if base in names and base != name else None
+    return "http" if "http" in names and name != "http" else None
+
+
+def describe_schedule(config: BenchConfig) -> str:
+    if config.schedule == "open":
+        return (
+            f"open loop, Poisson arrivals at {config.rate_per_s:g} rollouts/s, at most "
+            f"{config.concurrency} in flight, latency from the intended start"
+        )
+    if config.schedule == "sweep":
+        return "closed-loop sweep over concurrency " + ",".join(map(str, config.sweep_levels))
+    return f"closed loop, concurrency {config.concurrency}"
 
 
 def build_result(run: BenchRun) -> dict[str, Any]:
@@ -662,7 +682,7 @@ def format_table(result: Mapping[str, Any]) -> str:
             if comp.get("model_speedup_median") is not None:
                 model_speed = f"{comp['model_speedup_median']:.3f} [{mci[0]:.3f},{mci[1]:.3f}]"
             improvement = _fmt(comp["ttft_improvement_pct"])
-        elif name == "http":
+        elif name == "http" or name.startswith("http-c"):
             speed = model_speed = "(baseline)"
         lines.append(
             f"{name:<24}{rollouts_by_mode[name]:>9}{turns_by_mode[name]:>7}{entry['failures']:>5}"
@@ -759,7 +779,7 @@ def run_bench(config: BenchConfig, *, out: TextIO | None = None, err: TextIO | N
     err.write(
         f"wsmode bench: {subset}; modes {', '.join(config.modes)}"
         + (" + ablation" if config.ablation else "")
-        + f"; {config.schedule} loop, concurrency {config.concurrency}; {tool_note}; "
+        + f"; {describe_schedule(config)}; {tool_note}; "
         "end-to-end figures count tool time at its recorded value\n"
     )
     started_at = utc_now_iso()
@@ -789,7 +809,7 @@ def run_bench(config: BenchConfig, *, out: TextIO | None = None, err: TextIO | N
     result = build_result(run)
     path = write_result(config.out, result)
     out.write(
-        f"\nwsmode bench: {subset}; {tool_note}; profile "
+        f"\nwsmode bench: {subset}; {describe_schedule(config)}; {tool_note}; profile "
         f"{config.profile if config.embedded else '(target)'}; {run.elapsed_s:.0f} s\n\n"
     )
     out.write(format_table(result) + "\n")

@@ -26,7 +26,8 @@ ladder ``http -> http-chained -> ws-nocache -> ws``:
 - *server-side cache* = ws-nocache - ws: what the connection-scoped cache saves (no hydration,
   incremental validation/safety/rendering, routing reuse).
 
-The three add up to http - ws exactly (means are additive; medians are not). Each optimization's
+The three add up to http - ws exactly (means are additive; medians are not). Shares are
+given only when ws saves time overall (a share of a loss or of nothing means nothing). Each optimization's
 share comes from switching it off in turn (`ws-no-<flag>` variants): its mean paired slowdown over
 ws, as a fraction of the total http - ws saving.
 """
@@ -207,7 +208,7 @@ def speedup_split(rollouts: Sequence[Mapping[str, Any]]) -> list[Term]:
         i, j = LADDER.index(a), LADDER.index(b)
         name = " + ".join(names[(LADDER[k], LADDER[k + 1])] for k in range(i, j))
         saved, n = _mean_saving(rollouts, a, b)
-        share = saved / total if saved is not None and total else None
+        share = saved / total if saved is not None and total and total > 0 else None
         out.append(Term(name, a, b, saved, share, n))
     return out
 
@@ -244,7 +245,7 @@ def ablation_rows(
                 variant,
                 flag,
                 slow,
-                slow / total if slow is not None and total else None,
+                slow / total if slow is not None and total and total > 0 else None,
                 p50,
                 p50 - ref_p50 if p50 is not None and ref_p50 is not None else None,
                 n,

@@ -6,9 +6,10 @@ event is relayed back as it arrives, and what passed is recorded:
 
 - **Rollouts.** A WebSocket connection is one rollout; a `response.create` without
   `previous_response_id` on it starts a new one. Over HTTP, a request with
-  `previous_response_id` joins the rollout holding that response; a stateless request (whole
-  history resent) joins the open stateless rollout with the same first input item, else starts
-  a new one.
+  `previous_response_id` joins the rollout holding that response; a request without one joins
+  the rollout whose last request input it strictly extends (a stateless client resending the
+  history; with several, the one last seen on the same connection, then the one whose pending
+  call ids it answers), else starts a new one.
 - **Turns.** One per completed response: its new input items (for a stateless request, the
   items after the last model-output item of the history), the output items it produced, and
   ``tool_wait_ms`` = time from the previous response's terminal event to this create. A
@@ -85,6 +86,7 @@ class Observed:
     terminal_ns: int | None = None
     accumulator: ResponseAccumulator = field(default_factory=ResponseAccumulator)
     final: dict[str, Any] | None = None  # a non-streamed HTTP answer
+    connection: int | None = None  # which client connection it came on (HTTP)
 
     def feed(self, event: Mapping[str, Any], at_ns: int) -> None:
         event_type = str(event.get("type", ""))
@@ -169,7 +171,10 @@ class RolloutBuilder:
     response_ids: list[str] = field(default_factory=list)
     carried: list[dict[str, Any]] = field(default_factory=list)  # warm-up input, not yet a turn
     last_terminal_ns: int | None = None
-    fingerprint: str = ""
+    last_input: list[dict[str, Any]] = field(default_factory=list)  # the last request's input
+    pending_calls: set[str] = field(default_factory=set)  # call ids of the last output
+    connection: int | None = None  # the client connection of the last request (HTTP)
+    chained: bool = False  # continued by previous_response_id at least once
     closed: bool = False
 
     def add(self, obs: Observed) -> None:
@@ -177,6 +182,9 @@ class RolloutBuilder:
         if response is None or not obs.completed:
             return  # failed / refused: the agent resends what it needs
         request = obs.request
+        self.connection = obs.connection
+        if request.get("previous_response_id") is not None:
+            self.chained = True
         if not self.header:
             tools = [
                 t
@@ -193,9 +201,11 @@ class RolloutBuilder:
         response_id = response.get("id")
         if isinstance(response_id, str):
             self.response_ids.append(response_id)
-        items = _input_items(request)
-        if self.stateless and self.turns:
-            items = new_items_of_stateless(items)
+        full = _input_items(request)
+        items = full
+        if request.get("previous_response_id") is None and (self.turns or self.carried):
+            items = new_items_of_stateless(full)  # a stateless client resent the history
+        self.last_input = full
         wait_ms = 0.0
         if self.last_terminal_ns is not None and self.turns:
             wait_ms = max(0.0, (obs.received_ns - self.last_terminal_ns) / 1e6)
@@ -207,6 +217,7 @@ class RolloutBuilder:
             int(details.get("reasoning_tokens") or 0) if isinstance(details, Mapping) else 0
         )
         specs = [s for s in (_output_spec(i, reasoning_tokens) for i in outputs) if s is not None]
+        self.pending_calls = {s.call_id for s in specs if s.type == "function_call"}
         if request.get("generate") is False or not specs:
             self.carried.extend(items)
             return
@@ -259,14 +270,17 @@ class TraceLog:
         self._seq = 0
         self._prefix = time.strftime("rec-%Y%m%dT%H%M%S")
 
-    def new(self, *, stateless: bool, fingerprint: str = "") -> RolloutBuilder:
+    def new(self, *, stateless: bool) -> RolloutBuilder:
         self._seq += 1
         builder = RolloutBuilder(f"{self._prefix}-{self._seq:04d}", stateless)
-        builder.fingerprint = fingerprint
         self.builders.append(builder)
         return builder
 
-    def for_http(self, request: Mapping[str, Any]) -> RolloutBuilder:
+    def for_http(self, request: Mapping[str, Any], connection: int | None = None) -> RolloutBuilder:
+        """The chain an HTTP request continues: by previous_response_id, or (stateless) the
+        chain whose last input this request's input strictly extends, preferring the one last
+        seen on the same connection, then the one whose pending call ids it answers; else a
+        new chain."""
         previous = request.get("previous_response_id")
         if isinstance(previous, str):
             for builder in reversed(self.builders):
@@ -274,11 +288,21 @@ class TraceLog:
                     return builder
             return self.new(stateless=False)
         items = _input_items(request)
-        fingerprint = json.dumps(items[:1], sort_keys=True) + str(request.get("instructions"))
-        for builder in reversed(self.builders):
-            if builder.stateless and not builder.closed and builder.fingerprint == fingerprint:
-                return builder
-        return self.new(stateless=True, fingerprint=fingerprint)
+        answered = {str(i.get("call_id")) for i in items if i.get("type") == "function_call_output"}
+        candidates = [
+            b
+            for b in self.builders
+            if not b.closed
+            and not b.chained
+            and b.last_input
+            and len(items) > len(b.last_input)
+            and items[: len(b.last_input)] == b.last_input
+        ]
+        if candidates:
+            same = [b for b in candidates if connection is not None and b.connection == connection]
+            answering = [b for b in candidates if b.pending_calls and b.pending_calls <= answered]
+            return (same or answering or candidates)[-1]
+        return self.new(stateless=True)
 
     def rollouts(self) -> list[Rollout]:
         out = []
@@ -519,7 +543,7 @@ class Recorder:
             with contextlib.suppress(ValueError):
                 payload = json.loads(body)
                 if isinstance(payload, dict):
-                    obs = Observed(payload, received_ns)
+                    obs = Observed(payload, received_ns, connection=id(writer))
         upstream_request = self.http.build_request(
             method, self.http_origin + target, headers=headers, content=body
         )
@@ -562,7 +586,7 @@ class Recorder:
                 if isinstance(final, dict):
                     obs.final = final
                     obs.terminal_ns = time.perf_counter_ns()
-        builder = self.log.for_http(obs.request)
+        builder = self.log.for_http(obs.request, obs.connection)
         builder.add(obs)
 
 

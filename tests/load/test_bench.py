@@ -107,3 +107,13 @@ def test_default_subset_is_the_shortest_rollouts_of_each_kind() -> None:
 def test_target_urls_are_derived_like_the_sdk() -> None:
     assert derive_urls("ws://h:1/v1/responses", None) == ("ws://h:1/v1/responses", "http://h:1/v1")
     assert derive_urls(None, "https://h/v1") == ("wss://h/v1/responses", "https://h/v1")
+
+
+def test_sweep_levels_compare_with_http_at_the_same_level() -> None:
+    from harness.load.bench import baseline_for
+
+    names = ["ws-c1", "http-c1", "ws-c4", "http-c4", "ws", "http"]
+    assert baseline_for("ws-c4", names) == "http-c4"
+    assert baseline_for("http-c4", names) is None
+    assert baseline_for("ws", names) == "http"
+    assert baseline_for("http", names) is None

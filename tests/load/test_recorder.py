@@ -85,3 +85,33 @@ def test_upstream_down_closes_the_client_and_records_nothing(tmp_path: Path) -> 
         return await asyncio.wait_for(recorder.stop(), 10)
 
     assert run(scenario()) == 0
+
+
+def test_identical_conversations_in_flight_together_stay_apart(tmp_path: Path) -> None:
+    """The same rollout replayed concurrently (stateless twice, chained once, plus a one-turn
+    warm-up with the same first request): identical content, so only the connection and the
+    chain ids can tell them apart."""
+    rollout = smoke_rollouts()[0]
+    out = tmp_path / "recorded.jsonl"
+    err = io.StringIO()
+
+    async def scenario(upstream: str) -> int:
+        recorder = Recorder(upstream, out, err=err)
+        await recorder.start()
+        ep = Endpoint(recorder.ws_url, recorder.http_url)
+        warm = await replay_rollout(rollout, ep, ReplayOptions(mode="http", max_turns=1))
+        assert warm.ok
+        results = await asyncio.gather(
+            *(
+                replay_rollout(rollout, ep, ReplayOptions(mode=mode, time_scale=0.001))
+                for mode in ("http", "http", "http-chained")
+            )
+        )
+        assert all(r.ok for r in results)
+        return await recorder.stop()
+
+    with reference_server(tmp_path / "d") as srv:
+        written = run(scenario(srv.http_url))
+    assert written == 4 and "skipping" not in err.getvalue(), err.getvalue()
+    lengths = sorted(len(r.turns) for r in load_traces(out))
+    assert lengths == [1, len(rollout.turns), len(rollout.turns), len(rollout.turns)]
