@@ -26,10 +26,10 @@ ladder ``http -> http-chained -> ws-nocache -> ws``:
 - *server-side cache* = ws-nocache - ws: what the connection-scoped cache saves (no hydration,
   incremental validation/safety/rendering, routing reuse).
 
-The three add up to http - ws exactly (means are additive; medians are not). Shares are
-given only when ws saves time overall (a share of a loss or of nothing means nothing). Each optimization's
-share comes from switching it off in turn (`ws-no-<flag>` variants): its mean paired slowdown over
-ws, as a fraction of the total http - ws saving.
+The three add up to http - ws exactly (means are additive; medians are not). Shares are given
+only when ws saves time overall (a share of a loss, or of nothing, means nothing). Each
+optimization's share comes from switching it off in turn (`ws-no-<flag>` variants): its mean
+paired slowdown over ws, as a fraction of the total http - ws saving.
 """
 
 from __future__ import annotations
