@@ -47,7 +47,9 @@ def register(subparsers: Any) -> None:
     gen.add_argument("--count", type=int, help="rollouts to generate into --out (a file)")
     gen.add_argument("--seed", type=int, help="generator seed (default: the corpus seed)")
     gen.add_argument("--kind", action="append", help="agent kind(s) to cycle through")
-    gen.add_argument("--turns", type=int, help="turns per rollout (default: per kind)")
+    gen.add_argument(
+        "--turns", type=int, help="turns per rollout (default: per kind, context-bounded)"
+    )
     gen.add_argument("--size-scale", type=float, default=1.0)
     gen.set_defaults(handler=_generate)
     val = sub.add_parser("validate", help="load trace files strictly; print a summary")
@@ -78,8 +80,9 @@ def _generate(args: argparse.Namespace) -> int:
             print(f"{Path(args.out) / name}: {size / 1e6:.2f} MB")
         return 0
     kwargs: dict[str, Any] = {"size_scale": args.size_scale}
-    if args.turns:
+    if args.turns:  # a fixed length: no context bounds (they would rescale the texts)
         kwargs["n_turns"] = args.turns
+        kwargs["context_bounds"] = None
     rollouts = tracegen.generate_corpus(
         args.count,
         0 if args.seed is None else args.seed,

@@ -286,7 +286,7 @@ def render_report(result: Mapping[str, Any]) -> str:
             for rid, e2e, *model in values:
                 bars.append(Bar(f"{rid} e2e", float(e2e)))
                 if model:
-                    bars.append(Bar(f"{rid} model-side", float(model[0])))
+                    bars.append(Bar(f"{rid} model", float(model[0])))
             parts.append(
                 bar_chart(
                     bars,
