@@ -876,7 +876,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also replay ws with each server optimization switched off in turn",
     )
-    work.add_argument("--repeats", type=int, default=1)
+    work.add_argument(
+        "--repeats", type=int, default=1, help="replay each (rollout, mode) pair N times"
+    )
     script = work.add_mutually_exclusive_group()
     script.add_argument(
         "--script",
@@ -888,16 +890,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     script.add_argument("--no-script", dest="send_script", action="store_false")
     work.add_argument("--prewarm", action="store_true", help="ws: generate:false before turn 0")
     load = parser.add_argument_group("load pattern")
-    load.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
+    load.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        help=f"rollouts in flight (closed loop; open loop: at most; default {DEFAULT_CONCURRENCY})",
+    )
     load.add_argument("--schedule", choices=("closed", "open", "sweep"), default="closed")
     load.add_argument("--rate", type=float, default=1.0, help="open loop: rollouts per second")
     load.add_argument("--sweep", default="1,2,4,8", help="sweep: concurrency levels")
     load.add_argument("--duration-s", type=float, help="start no new rollout after this")
-    load.add_argument("--turn-timeout-s", type=float, default=120.0)
-    load.add_argument("--seed", type=int, default=0)
+    load.add_argument(
+        "--turn-timeout-s", type=float, default=120.0, help="a turn that takes longer fails"
+    )
+    load.add_argument("--seed", type=int, default=0, help="arrivals, bootstrap and tenant keys")
     output = parser.add_argument_group("output")
     output.add_argument("--out", default="results", help="results root (default results/)")
-    output.add_argument("--label", default="bench")
+    output.add_argument("--label", default="bench", help="results file label")
     output.add_argument("--no-html", dest="html", action="store_false")
 
 
