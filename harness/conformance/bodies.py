@@ -1,0 +1,56 @@
+"""Request bodies the cases send: plain Responses API requests any target can serve.
+
+Nothing here depends on the reference server's `wsmode` extension: prompts ask a real model for
+what the case needs (a short answer, a long one, a tool call), and `tool_choice` forces calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+SHORT_PROMPT: Final = "Reply with one short sentence about the sea."
+LONG_PROMPT: Final = (
+    "Write a detailed, 600-word essay on the history of the printing press, "
+    "with an introduction, three sections and a conclusion."
+)
+WEATHER_PROMPT: Final = "What is the weather in Paris right now? Use the tool."
+
+WEATHER_TOOL: Final[dict[str, Any]] = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Get the current weather for a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "City name"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+    "strict": True,
+}
+TIME_TOOL: Final[dict[str, Any]] = {
+    "type": "function",
+    "name": "get_time",
+    "description": "Get the current local time for a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "City name"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+    "strict": True,
+}
+
+
+def user_message(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def function_output(
+    call_id: str, output: str = '{"temperature_c": 18, "sky": "clear"}'
+) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+def invalid_item() -> dict[str, Any]:
+    """An input item every Responses API implementation refuses with 400 (an unknown role)."""
+    return {"type": "message", "role": "wsmode_no_such_role", "content": "x"}

@@ -1,0 +1,515 @@
+"""What a case works with: the live target, recorded connections, and expectations.
+
+A case is `async def test_x(ctx)`. It opens connections with `ctx.connect()`, sends requests
+with `conn.create(ctx.body(...))`, and states expectations with `ctx.check(...)` (soft: recorded,
+the case goes on) or `ctx.fail(...)` / the `expect_*` helpers (hard: the case stops). Stream
+rules need no code in the case: every event any connection received went through the protocol
+core's accumulator, and at the end the violations of the rules the case *judges* (`rules=` in its
+declaration) become findings; violations of other rules are kept as notes, so one broken rule
+fails the cases about it instead of every case.
+
+Exceptions the target causes (stall, close, garbage, refused upgrade) become FAIL findings with
+the wire log; any other exception is the harness's own bug and becomes ERROR.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, NoReturn
+
+from harness.conformance import bodies
+from harness.conformance.http import RecordingHttp, SseStream
+from harness.conformance.model import CaseMeta, Finding, Outcome, unique
+from harness.conformance.profile import TargetProfile
+from harness.conformance.rules import rule_level
+from harness.conformance.sdk import SdkReport, check_stream
+from harness.conformance.wirelog import RecordingWsClient, WireLog
+from harness.protocol.accumulator import (
+    RequestError,
+    ResponseAccumulator,
+    StreamAccumulator,
+    Violation,
+)
+from harness.protocol.errors import ApiError
+from harness.protocol.events import TERMINAL_TYPES
+from harness.protocol.requests import create_event
+from harness.report.schema import utc_now_iso
+from harness.transport.events import (
+    GarbageFrame,
+    HttpStatusError,
+    TargetClosed,
+    TargetTimeout,
+    TimedEvent,
+    TransportError,
+)
+from harness.transport.exchange import Exchange
+
+Auth = Literal["key", "none", "wrong"]
+WRONG_KEY = "sk-wsmode-wrong-key-0000"
+
+
+class CaseFailed(Exception):
+    """A hard expectation failed; the finding is already recorded."""
+
+
+class Unimplemented(Exception):
+    """The target does not declare what the case needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveTarget:
+    """A target with real URLs (an embedded server's are known only once it runs)."""
+
+    name: str
+    ws_url: str
+    http_url: str | None
+    lifetime_url: str | None
+    api_key: str | None
+    profile: TargetProfile
+    faults: tuple[str, ...] = ()
+    version: str | None = None
+
+
+@dataclass
+class CaseExchange(Exchange):
+    """An Exchange that also keeps the raw terminal event that ended it.
+
+    A case about continuations should not fail because the stream grammar is broken (that is
+    what the event-order cases judge): the outcome, id and output come from the terminal event
+    itself, as a client's `get_final_response()` would see them, even when the protocol core's
+    accumulator refused the stream.
+    """
+
+    terminal: dict[str, Any] | None = None
+
+    @property
+    def terminal_type(self) -> str | None:
+        if self.terminal is not None:
+            return str(self.terminal.get("type"))
+        return self.response.terminal_type if self.response is not None else None
+
+    @property
+    def final_response(self) -> dict[str, Any] | None:
+        if self.terminal is not None:
+            response = self.terminal.get("response")
+            return response if isinstance(response, dict) else None
+        return super().final_response
+
+    @property
+    def ok(self) -> bool:
+        return self.terminal_type == "response.completed" and self.final_response is not None
+
+    @property
+    def response_id(self) -> str | None:
+        """The id response.created announced (what a streaming client keeps), else the
+        terminal's: a target changing ids mid-response fails the id case, not every chain."""
+        first = super().response_id
+        if first is not None:
+            return first
+        final = self.final_response
+        return str(final["id"]) if final is not None and isinstance(final.get("id"), str) else None
+
+    def items(self) -> list[dict[str, Any]]:
+        """The output items: the terminal's `output`, else what the stream finished."""
+        final = self.final_response
+        if final is not None and isinstance(final.get("output"), list):
+            return [i for i in final["output"] if isinstance(i, dict)]
+        return self.response.output_items() if self.response is not None else []
+
+    def calls(self) -> list[dict[str, Any]]:
+        return [i for i in self.items() if i.get("type") == "function_call"]
+
+
+class RecordingStream(StreamAccumulator):
+    """A StreamAccumulator that keeps every response it routed and sees strays.
+
+    The base class drops a response accumulator that never reached a terminal when a new
+    `response.created` arrives; the conformance checker must keep its violations. It also
+    flags events arriving between a response's terminal and the next `response.created`
+    (a second terminal, a late delta) as `lifecycle.after_terminal`.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[ResponseAccumulator] = []
+        self._between: set[str | None] = set()  # lanes whose last response has ended
+
+    def feed(self, event: Mapping[str, Any]) -> ResponseAccumulator | RequestError | None:
+        stream_id = event.get("stream_id")
+        lane = stream_id if isinstance(stream_id, str) else None
+        event_type = event.get("type")
+        if lane in self._between:
+            is_request_error = event_type == "error" and not isinstance(
+                event.get("sequence_number"), int
+            )
+            if event_type in ("response.created", "response.queued"):
+                self._between.discard(lane)
+            elif not is_request_error:
+                seq = event.get("sequence_number")
+                self.violations.append(
+                    Violation(
+                        "lifecycle.after_terminal",
+                        f"{event_type} after the response's terminal event",
+                        seq if isinstance(seq, int) else None,
+                    )
+                )
+        routed = super().feed(event)
+        if isinstance(routed, ResponseAccumulator):
+            if not any(routed is seen for seen in self.seen):
+                self.seen.append(routed)
+            if routed.done:
+                self._between.add(lane)
+        return routed
+
+    def every_violation(self) -> list[Violation]:
+        found = list(self.violations)
+        for response in self.seen:
+            found.extend(response.violations)
+        return found
+
+
+class Conn:
+    """One recorded WebSocket connection of a case."""
+
+    def __init__(self, ctx: CaseContext, client: RecordingWsClient, label: str) -> None:
+        self.ctx = ctx
+        self.client = client
+        self.label = label
+        self.stream = RecordingStream()
+
+    @property
+    def is_open(self) -> bool:
+        return self.client.is_open
+
+    async def send(self, body: Mapping[str, Any]) -> CaseExchange:
+        """Send one response.create without waiting; read it later with `read()`."""
+        payload = create_event(**body)
+        exchange = CaseExchange(dict(payload), time.perf_counter_ns())
+        exchange.bytes_sent = await self.client.send_json(payload)
+        return exchange
+
+    async def read(self, exchange: CaseExchange, *, timeout_s: float | None = None) -> CaseExchange:
+        """Read until this exchange's response ends or its request error arrives.
+
+        A terminal event ends the exchange even when the accumulator refused it (a response
+        without response.created never reaches the DONE phase): the violations are recorded,
+        and the case goes on instead of waiting for a terminal that already came. A terminal
+        that is the first event of its accumulator is a stray (a second terminal of the
+        previous response) and does not end it.
+        """
+        budget = timeout_s if timeout_s is not None else self.ctx.case_timeout_s
+        deadline = time.monotonic() + budget
+        while True:
+            remaining = min(deadline - time.monotonic(), self.ctx.event_timeout_s)
+            timed = await self.client.recv(max(remaining, 0.001))
+            exchange.events.append(timed)
+            routed = self.stream.feed(timed.event)
+            if isinstance(routed, RequestError):
+                exchange.request_error = routed.error
+                return exchange
+            if isinstance(routed, ResponseAccumulator):
+                stray = routed.event_count == 1 and timed.type in TERMINAL_TYPES
+                if stray:
+                    continue
+                exchange.response = routed
+                if routed.done or timed.type in TERMINAL_TYPES:
+                    exchange.terminal = timed.event
+                    return exchange
+
+    async def create(
+        self, body: Mapping[str, Any], *, timeout_s: float | None = None
+    ) -> CaseExchange:
+        return await self.read(await self.send(body), timeout_s=timeout_s)
+
+    async def next_event(self, *, timeout_s: float | None = None) -> TimedEvent:
+        timed = await self.client.recv(timeout_s or self.ctx.event_timeout_s)
+        self.stream.feed(timed.event)
+        return timed
+
+    async def send_text(self, text: str) -> None:
+        await self.client.send_text(text)
+
+    async def send_bytes(self, data: bytes) -> None:
+        await self.client.send_bytes(data)
+
+    async def wait_closed(self, *, timeout_s: float | None = None) -> tuple[int | None, str]:
+        return await self.client.wait_closed(timeout_s or self.ctx.event_timeout_s)
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+class CaseContext:
+    def __init__(
+        self,
+        meta: CaseMeta,
+        target: LiveTarget,
+        *,
+        event_timeout_s: float,
+        case_timeout_s: float,
+    ) -> None:
+        self.meta = meta
+        self.target = target
+        self.profile = target.profile
+        self.event_timeout_s = event_timeout_s
+        self.case_timeout_s = case_timeout_s
+        self.log = WireLog()
+        self.outcome = Outcome()
+        self.conns: list[Conn] = []
+        self.https: list[RecordingHttp] = []
+        self.sse_responses: list[ResponseAccumulator] = []
+        self.started_ns = self.log.start_ns
+        self.started_at = utc_now_iso()
+        self.duration_ms: float | None = None
+        self.rule_ids_seen: list[str] = []
+
+    # -- capabilities ----------------------------------------------------------------------------
+    def require(self, *requirements: str) -> None:
+        for requirement in requirements:
+            reason = self.profile.missing(requirement)
+            if reason is not None:
+                raise Unimplemented(reason)
+
+    # -- requests --------------------------------------------------------------------------------
+    @property
+    def model(self) -> str:
+        return self.profile.model
+
+    def body(self, input: Any = bodies.SHORT_PROMPT, **fields: Any) -> dict[str, Any]:
+        """A response.create body: the target's model, store=false unless given."""
+        return {"model": self.model, "input": input, "store": False, **fields}
+
+    def tool_body(self, **fields: Any) -> dict[str, Any]:
+        """A request that makes any model call get_weather (tool_choice names it)."""
+        fields.setdefault("tool_choice", {"type": "function", "name": "get_weather"})
+        return self.body(bodies.WEATHER_PROMPT, tools=[bodies.WEATHER_TOOL], **fields)
+
+    # -- connections -----------------------------------------------------------------------------
+    def _key(self, auth: Auth) -> str | None:
+        if auth == "none":
+            return None
+        if auth == "wrong":
+            return WRONG_KEY
+        return self.target.api_key
+
+    async def connect(
+        self,
+        *,
+        url: str | None = None,
+        auth: Auth = "key",
+        beta_header: bool = False,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> Conn:
+        label = f"ws{len(self.conns) + 1}"
+        client = await RecordingWsClient.open(
+            url or self.target.ws_url,
+            log=self.log,
+            label=label,
+            api_key=self._key(auth),
+            beta_header=beta_header,
+            extra_headers=extra_headers,
+            timeout_s=self.event_timeout_s,
+        )
+        conn = Conn(self, client, label)
+        self.conns.append(conn)
+        return conn
+
+    def http(self, *, auth: Auth = "key") -> RecordingHttp:
+        if not self.target.http_url:
+            raise Unimplemented("no HTTP endpoint declared (http_url)")
+        client = RecordingHttp(
+            self.target.http_url,
+            api_key=self._key(auth),
+            log=self.log,
+            label=f"http{len(self.https) + 1}",
+            timeout_s=self.event_timeout_s,
+        )
+        self.https.append(client)
+        return client
+
+    async def sse(
+        self, body: Mapping[str, Any], *, http: RecordingHttp | None = None
+    ) -> tuple[SseStream, ResponseAccumulator]:
+        """Stream one request over SSE; returns the raw stream and its checked accumulator."""
+        client = http or self.http()
+        stream = await client.stream(
+            body,
+            event_timeout_s=self.event_timeout_s,
+            total_timeout_s=self.event_timeout_s * 3,
+        )
+        accumulator = ResponseAccumulator()
+        for timed in stream.events:
+            accumulator.feed(timed.event)
+        if stream.status == 200:
+            self.sse_responses.append(accumulator)
+        return stream, accumulator
+
+    # -- expectations ----------------------------------------------------------------------------
+    def check(
+        self, condition: bool, rule_id: str, message: str, *, event: Mapping[str, Any] | None = None
+    ) -> bool:
+        """A soft expectation: when false, record a finding and go on."""
+        self.rule_ids_seen.append(rule_id)
+        if not condition:
+            seq = event.get("sequence_number") if event is not None else None
+            self.outcome.findings.append(
+                Finding(
+                    rule_id, rule_level(rule_id), message, seq if isinstance(seq, int) else None
+                )
+            )
+        return condition
+
+    def fail(self, rule_id: str, message: str) -> NoReturn:
+        """A hard expectation failed: record it and stop the case."""
+        self.check(False, rule_id, message)
+        raise CaseFailed(message)
+
+    def note(self, message: str) -> None:
+        self.outcome.notes.append(message)
+
+    def inform(self, message: str) -> None:
+        """Report a behaviour without judging it (the verdict becomes INFORMATIONAL)."""
+        self.outcome.notes.append(message)
+        self.outcome.informational = True
+
+    def expect_completed(
+        self, exchange: CaseExchange, rule_id: str, what: str = "the response"
+    ) -> dict[str, Any]:
+        """The exchange ended in response.completed; returns the final Response object."""
+        if exchange.request_error is not None:
+            error = exchange.request_error
+            self.fail(rule_id, f"{what}: refused with {error.status} {error.code}: {error.message}")
+        final = exchange.final_response
+        terminal = exchange.terminal_type
+        if final is None or terminal != "response.completed":
+            self.fail(rule_id, f"{what}: ended with {terminal or 'no terminal event'}")
+        return final
+
+    def expect_request_error(
+        self,
+        exchange: CaseExchange,
+        rule_id: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        what: str = "the request",
+    ) -> ApiError:
+        """The exchange was refused with a request-level `error` event."""
+        error = exchange.request_error
+        if error is None:
+            terminal = exchange.terminal_type
+            self.fail(rule_id, f"{what}: expected an error event, got {terminal or 'nothing'}")
+        if code is not None:
+            self.check(
+                error.code == code, "error.code", f"{what}: error code {error.code!r}, not {code!r}"
+            )
+        if status is not None:
+            self.check(
+                error.status == status,
+                "error.status",
+                f"{what}: error status {error.status or 'missing'}, expected {status}",
+            )
+        return error
+
+    async def expect_usable(
+        self, conn: Conn, rule_id: str = "request.error_socket_open", what: str = "after the error"
+    ) -> dict[str, Any]:
+        """The socket still serves a fresh request."""
+        if not conn.is_open:
+            self.fail(rule_id, f"{what}: the target closed the socket")
+        try:
+            exchange = await conn.create(self.body())
+        except TargetClosed as exc:
+            self.fail(rule_id, f"{what}: the socket closed ({exc.code} {exc.reason!r})")
+        return self.expect_completed(exchange, rule_id, f"a request {what}")
+
+    def sdk_check(self, events: list[TimedEvent]) -> SdkReport:
+        """The openai SDK's opinion of one response's events (and any request-level error
+        events among them, validated as models only); findings recorded."""
+        report = check_stream([t.event for t in events])
+        self.rule_ids_seen.extend(("sdk.accumulate", "sdk.event_model"))
+        if not report.available:
+            self.inform("openai-python is not installed: the SDK check did not run")
+        self.outcome.findings.extend(report.findings)
+        for note in unique(report.notes):
+            self.note(f"SDK: {note}")
+        return report
+
+    # -- finishing -------------------------------------------------------------------------------
+    def all_violations(self) -> list[Violation]:
+        found: list[Violation] = []
+        for conn in self.conns:
+            found.extend(conn.stream.every_violation())
+        for response in self.sse_responses:
+            found.extend(response.violations)
+        return found
+
+    def absorb(self, exc: BaseException | None) -> Outcome:
+        """Grade the run: map the exception (if any) and the stream violations to findings."""
+        outcome = self.outcome
+        if exc is not None and not isinstance(exc, CaseFailed):
+            self._absorb_exception(exc)
+        owned = set(self.meta.rules)
+        other: dict[str, int] = {}
+        for violation in self.all_violations():
+            if violation.rule_id in owned:
+                outcome.findings.append(
+                    Finding(
+                        violation.rule_id,
+                        rule_level(violation.rule_id),
+                        violation.message,
+                        violation.sequence_number,
+                    )
+                )
+            else:
+                other[violation.rule_id] = other.get(violation.rule_id, 0) + 1
+        for rule_id, count in other.items():
+            outcome.notes.append(f"also observed {rule_id} x{count} (judged by its own case)")
+        return outcome
+
+    def _absorb_exception(self, exc: BaseException) -> None:
+        outcome = self.outcome
+        if isinstance(exc, Unimplemented):
+            outcome.unimplemented = str(exc)
+            return
+        rule, message = _transport_rule(exc)
+        if rule is not None:
+            self.check(False, rule, message)
+        elif isinstance(exc, AssertionError):
+            self.check(False, "case.expectation", str(exc) or "assertion failed")
+        else:
+            frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
+            outcome.harness_error = f"{type(exc).__name__}: {exc}"
+            self.note("traceback: " + "".join(frames[-3:]).strip())
+
+    async def aclose(self) -> None:
+        for conn in self.conns:
+            try:
+                await conn.close()
+            except Exception as exc:  # closing a broken socket must never mask the verdict
+                self.log.note(conn.label, f"close failed: {type(exc).__name__}: {exc}")
+        for http in self.https:
+            await http.aclose()
+
+    def result_rule_ids(self, outcome: Outcome) -> list[str]:
+        """The case's declared rules, then every rule it found broken."""
+        return unique([*self.meta.rules, *(f.rule_id for f in outcome.findings)])
+
+
+def _transport_rule(exc: BaseException) -> tuple[str | None, str]:
+    if isinstance(exc, TimeoutError) and not isinstance(exc, TransportError):
+        return "case.timeout", "the case did not finish within its time budget"
+    if isinstance(exc, TargetTimeout):
+        return "transport.stall", f"the target stalled: {exc}"
+    if isinstance(exc, TargetClosed):
+        return "transport.closed", f"the target closed the connection: {exc}"
+    if isinstance(exc, GarbageFrame):
+        return "transport.garbage", f"the target sent garbage: {exc}"
+    if isinstance(exc, HttpStatusError):
+        return "transport.refused", f"the target refused the request: HTTP {exc.status}"
+    if isinstance(exc, TransportError):
+        return "transport.error", str(exc)
+    return None, ""

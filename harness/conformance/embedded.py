@@ -1,0 +1,98 @@
+"""The embedded target: the reference server started in-process, configured from the profile.
+
+What the profile declares is what the server is started with (API key, cache depth and byte
+bound, message size limit), so the reference profile's declarations are true by construction.
+A declared short lifetime gets its own second instance (`lifetime_url = "embedded"`), because a
+short-lived main server would cut every other case's connections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from harness.conformance.context import LiveTarget
+from harness.conformance.profile import EMBEDDED, PlannedTarget
+from harness.protocol.cache import CachePolicy
+
+DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
+DEFAULT_MESSAGE_BYTES = 4 * 1024 * 1024
+
+
+def _version() -> str:
+    try:
+        return "wsmode-reference " + importlib.metadata.version("wsmode")
+    except importlib.metadata.PackageNotFoundError:
+        return "wsmode-reference"
+
+
+@contextlib.contextmanager
+def embedded_target(planned: PlannedTarget) -> Iterator[LiveTarget]:
+    from reference_server.app import running_in_thread
+    from reference_server.config import Limits, ServerConfig
+    from reference_server.faults import check_fault_names
+
+    profile = planned.profile
+    data_dir = Path(tempfile.mkdtemp(prefix="wsmode-certify-"))
+    config = ServerConfig(
+        host="127.0.0.1",
+        port=0,
+        profile=profile.server_profile,
+        data_dir=data_dir / "main",
+        api_keys=(profile.api_key,) if profile.api_key else (),
+        cache=CachePolicy(
+            depth=max(profile.cache_depth, 1),
+            max_bytes=profile.cache_max_bytes or DEFAULT_CACHE_BYTES,
+        ),
+        limits=Limits(max_message_bytes=profile.max_message_bytes or DEFAULT_MESSAGE_BYTES),
+        faults=check_fault_names(planned.faults),
+        lanes=profile.has("lanes"),
+    )
+    try:
+        with contextlib.ExitStack() as stack:
+            main = stack.enter_context(running_in_thread(config))
+            lifetime_url: str | None = None
+            if profile.lifetime_s and profile.lifetime_url == EMBEDDED:
+                short = config.with_changes(
+                    data_dir=data_dir / "lifetime",
+                    limits=Limits(
+                        max_message_bytes=config.limits.max_message_bytes,
+                        connection_lifetime_s=profile.lifetime_s,
+                    ),
+                )
+                lifetime_url = stack.enter_context(running_in_thread(short)).ws_url
+            http_url = main.http_url if profile.http_url else None
+            live_profile = profile.with_changes(
+                ws_url=main.ws_url, http_url=http_url or "", lifetime_url=lifetime_url or ""
+            )
+            yield LiveTarget(
+                name=planned.name,
+                ws_url=main.ws_url,
+                http_url=http_url,
+                lifetime_url=lifetime_url,
+                api_key=profile.api_key or None,
+                profile=live_profile,
+                faults=planned.faults,
+                version=_version(),
+            )
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def remote_target(planned: PlannedTarget) -> LiveTarget:
+    profile = planned.profile
+    lifetime_url = profile.lifetime_url or (profile.ws_url if profile.lifetime_s else "")
+    return LiveTarget(
+        name=planned.name,
+        ws_url=planned.spec.url,
+        http_url=profile.http_url or None,
+        lifetime_url=lifetime_url or None,
+        api_key=profile.api_key or None,
+        profile=profile,
+        faults=(),
+        version=None,
+    )

@@ -1,0 +1,236 @@
+"""The kill matrix: the suites against the reference server with each opt-in fault.
+
+`EXPECTED` maps every fault of `reference_server/faults.py` to the cases that must FAIL when it
+is on (the cases written to catch it). `run_matrix` certifies the clean server and every faulty
+one, in parallel subprocesses (several embedded targets per `pytest suites` run), and
+`check_matrix` lists what does not hold: a clean MUST/SHOULD case not passing, an expected
+catcher not failing, a fault caught by nothing. tests/conformance/test_kill_matrix.py asserts
+it is empty; `python -m harness.conformance.killmatrix --write-kill-matrix suites/README.md`
+regenerates the README table from the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from harness.report.schema import load_result
+
+SUITES_DIR: Final = Path(__file__).resolve().parents[2] / "suites"
+CLEAN: Final = "reference"
+START_MARK: Final = "<!-- kill-matrix:start -->"
+END_MARK: Final = "<!-- kill-matrix:end -->"
+
+# fault -> the cases written to catch it (each must FAIL with the fault on).
+EXPECTED: Final[dict[str, tuple[str, ...]]] = {
+    "skip-sequence-number": ("3.3.order.seq-contiguous", "3.1.sse.grammar-text"),
+    "missing-created": (
+        "3.3.lifecycle.created-first",
+        "3.3.sdk.accumulator-text",
+        "3.3.order.seq-from-zero",
+    ),
+    "delta-after-done": ("3.3.lifecycle.text", "3.1.sse.grammar-text"),
+    "done-text-mismatch": ("3.3.text.deltas-match-done", "3.1.sse.grammar-text"),
+    "double-terminal": ("3.3.terminal.exactly-one",),
+    "response-id-changes": ("3.3.response.id-stable", "3.3.sdk.accumulator-text"),
+    "missing-usage": ("3.4.usage.present",),
+    "flat-error": ("4.1.error.nested-shape", "3.2.sdk.event-models"),
+    "wrong-output-index": ("3.3.items.index-announced", "3.3.lifecycle.text"),
+    "item-done-mismatch": ("3.3.items.done-matches-stream",),
+    "close-on-request-error": (
+        "5.1.store-false.other-connection",
+        "4.3.invalid-input.socket-open",
+        "2.1.function-call.unknown-call-id",
+    ),
+    "interleave-queued": ("5.2.queue.fifo", "5.2.queue.mid-stream"),
+    "shared-cache": ("5.1.store-false.other-connection",),
+    "no-failure-eviction": ("5.1.cache.failed-continuation-evicts",),
+    "cache-fifo": ("5.1.cache.lru-order",),
+    "store-false-persisted": (
+        "5.1.store-false.after-reconnect",
+        "5.1.cache.older-miss",
+    ),
+    "ignore-lifetime": ("5.3.lifetime.limit-reached",),
+    "inherit-instructions": ("2.1.instructions.not-inherited",),
+    "reject-stream-field": ("2.1.request.stream-true-accepted",),
+    "accept-background": ("2.1.request.background-rejected",),
+    "drop-queued": ("5.2.queue.fifo", "5.2.queue.no-silent-drop"),
+}
+
+
+@dataclass(frozen=True)
+class MatrixRun:
+    results: dict[str, dict[str, Any]]  # target name ("reference", "reference+<fault>") -> result
+    faults: tuple[str, ...]
+
+    def failing(self, fault: str) -> list[str]:
+        result = self.results.get(f"{CLEAN}+{fault}")
+        if result is None:
+            return []
+        return [c["id"] for c in result["certify"]["cases"] if c["verdict"] == "FAIL"]
+
+
+def all_faults() -> dict[str, str]:
+    from reference_server.faults import ALL_FAULTS
+
+    return dict(ALL_FAULTS)
+
+
+def _groups(targets: Sequence[str], jobs: int) -> list[list[str]]:
+    groups: list[list[str]] = [[] for _ in range(max(1, min(jobs, len(targets))))]
+    for i, target in enumerate(targets):
+        groups[i % len(groups)].append(target)
+    return groups
+
+
+def run_matrix(
+    faults: Sequence[str] | None = None,
+    *,
+    jobs: int | None = None,
+    event_timeout_s: float = 3.0,
+    timeout_s: float = 600.0,
+    workdir: Path | None = None,
+    suites_dir: Path = SUITES_DIR,
+) -> MatrixRun:
+    """Certify the clean reference server and one faulty server per fault, in subprocesses."""
+    chosen = tuple(faults if faults is not None else all_faults())
+    targets = ["embedded", *(f"embedded:{f}" for f in chosen)]
+    jobs = jobs or max(2, (os.cpu_count() or 2))
+    base = workdir or Path(tempfile.mkdtemp(prefix="wsmode-kill-matrix-"))
+    processes: list[tuple[subprocess.Popen[bytes], Path]] = []
+    for index, group in enumerate(_groups(targets, jobs)):
+        out = base / f"job{index}"
+        out.mkdir(parents=True, exist_ok=True)
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(suites_dir),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--wsmode-results",
+            str(out),
+            "--event-timeout",
+            str(event_timeout_s),
+        ]
+        for target in group:
+            command += ["--target", target]
+        log = (out / "pytest.log").open("wb")
+        processes.append(
+            (
+                subprocess.Popen(
+                    command, cwd=suites_dir.parent, stdout=log, stderr=subprocess.STDOUT
+                ),
+                out,
+            )
+        )
+    results: dict[str, dict[str, Any]] = {}
+    for process, out in processes:
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise RuntimeError(
+                f"kill matrix job in {out} did not finish in {timeout_s} s"
+            ) from None
+        for path in sorted(out.glob("certify/*/*/report.json")):
+            result = load_result(path)
+            results[result["target"]["name"]] = result
+    return MatrixRun(results, chosen)
+
+
+def check_matrix(run: MatrixRun, expected: Mapping[str, Sequence[str]] = EXPECTED) -> list[str]:
+    """Everything that does not hold; empty when the suites have teeth."""
+    problems: list[str] = []
+    clean = run.results.get(CLEAN)
+    if clean is None:
+        problems.append("the clean reference server produced no report")
+    else:
+        for case in clean["certify"]["cases"]:
+            if case["level"] in ("MUST", "SHOULD") and case["verdict"] != "PASS":
+                problems.append(f"clean: {case['id']} is {case['verdict']}: {case['detail']}")
+    for fault in run.faults:
+        if f"{CLEAN}+{fault}" not in run.results:
+            problems.append(f"{fault}: no report")
+            continue
+        failing = set(run.failing(fault))
+        if not failing:
+            problems.append(f"{fault}: no case fails (the fault goes unnoticed)")
+        for case_id in expected.get(fault, ()):
+            if case_id not in failing:
+                problems.append(f"{fault}: expected {case_id} to FAIL, it did not")
+        if fault not in expected:
+            problems.append(f"{fault}: no expected catchers declared in EXPECTED")
+    return problems
+
+
+def render_table(run: MatrixRun, expected: Mapping[str, Sequence[str]] = EXPECTED) -> str:
+    descriptions = all_faults()
+    clean = run.results.get(CLEAN)
+    lines = []
+    if clean is not None:
+        s = clean["certify"]["summary"]
+        lines.append(
+            f"Clean reference server: MUST {s['must_passed']}/{s['must_total']}, "
+            f"SHOULD {s['should_passed']}/{s['should_total']} passed.\n"
+        )
+    lines += [
+        "| fault | what it breaks | must be caught by | all failing cases |",
+        "|---|---|---|---|",
+    ]
+    for fault in run.faults:
+        failing = run.failing(fault)
+        must = ", ".join(f"`{c}`" for c in expected.get(fault, ()))
+        also = [c for c in failing if c not in expected.get(fault, ())]
+        caught = (
+            f"{len(failing)}: " + ", ".join(f"`{c}`" for c in also) if also else f"{len(failing)}"
+        )
+        lines.append(f"| `{fault}` | {descriptions.get(fault, '')} | {must} | {caught} |")
+    lines.append("")
+    lines.append(
+        "_The last column counts every FAIL with the fault on and names those beyond the "
+        "expected catchers._"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def write_table(path: Path, table: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find(START_MARK), text.find(END_MARK)
+    if start < 0 or end < start:
+        raise ValueError(f"{path}: no {START_MARK} ... {END_MARK} block")
+    new = text[: start + len(START_MARK)] + "\n" + table + text[end:]
+    path.write_text(new, encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.conformance.killmatrix", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--write-kill-matrix", type=Path, metavar="README", default=None)
+    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--fault", action="append", default=None, metavar="NAME")
+    args = parser.parse_args(argv)
+    run = run_matrix(args.fault, jobs=args.jobs)
+    table = render_table(run)
+    print(table)
+    problems = check_matrix(run)
+    for problem in problems:
+        print(f"PROBLEM: {problem}", file=sys.stderr)
+    if args.write_kill_matrix is not None:
+        write_table(args.write_kill_matrix, table)
+        print(f"wrote {args.write_kill_matrix}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

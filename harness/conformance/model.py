@@ -1,0 +1,177 @@
+"""Cases, findings and verdicts: the pure core of the conformance checker (no I/O, no pytest).
+
+A case declares its id (tied to a PROTOCOL.md section), its level (MUST / SHOULD / MAY), a
+one-line expectation, the rule ids it judges and the target capabilities it needs. Running it
+produces *findings* (a rule broken, at the rule's level) and *notes*; `decide_verdict` turns them
+into one verdict, the way autobahn and h2spec grade:
+
+    PASS            every judged rule held
+    FAIL            a MUST-level finding in a MUST case
+    NON-STRICT      a SHOULD-level finding (or any finding in a SHOULD case)
+    INFORMATIONAL   a finding in a MAY case, or a behaviour worth reporting but not judged
+    UNIMPLEMENTED   the target does not declare a capability the case needs (never FAIL)
+    ERROR           the harness itself broke
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Level = Literal["MUST", "SHOULD", "MAY"]
+LEVELS: tuple[Level, ...] = ("MUST", "SHOULD", "MAY")
+_RANK: dict[str, int] = {"MUST": 0, "SHOULD": 1, "MAY": 2}
+
+CATEGORIES: dict[str, str] = {
+    "handshake": "Handshake and transport",
+    "events": "Event order and schema",
+    "continuation": "previous_response_id",
+    "cache": "Connection cache",
+    "errors": "Errors and limits",
+    "http": "HTTP / SSE parity",
+}
+
+
+class Verdict(enum.StrEnum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    NON_STRICT = "NON-STRICT"
+    INFORMATIONAL = "INFORMATIONAL"
+    UNIMPLEMENTED = "UNIMPLEMENTED"
+    ERROR = "ERROR"
+
+
+# Worst first: the order reports list non-passing cases in.
+VERDICT_ORDER: tuple[str, ...] = (
+    "ERROR",
+    "FAIL",
+    "NON-STRICT",
+    "INFORMATIONAL",
+    "UNIMPLEMENTED",
+    "PASS",
+)
+
+
+def weaker(a: Level, b: Level) -> Level:
+    """The weaker of two levels: a MUST rule judged in a SHOULD case counts as SHOULD."""
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def normalize_level(level: str) -> Level:
+    """Rule tables say MUST / SHOULD / INFO; INFO is judged like MAY."""
+    if level == "MUST":
+        return "MUST"
+    if level == "SHOULD":
+        return "SHOULD"
+    return "MAY"
+
+
+@dataclass(frozen=True, slots=True)
+class CaseMeta:
+    id: str
+    section: str
+    level: Level
+    category: str
+    title: str  # the one-line expectation
+    rules: tuple[str, ...] = ()  # rule ids this case judges
+    requires: tuple[str, ...] = ()  # target capabilities it needs
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(f"case {self.id}: level must be one of {LEVELS}")
+        if self.category not in CATEGORIES:
+            raise ValueError(f"case {self.id}: unknown category {self.category!r}")
+        if not self.id.startswith(self.section + "."):
+            raise ValueError(f"case {self.id}: id must start with its section {self.section!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A rule the target broke, seen by this case."""
+
+    rule_id: str
+    level: Level
+    message: str
+    sequence_number: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rule_id": self.rule_id,
+            "level": self.level,
+            "message": self.message,
+            "sequence_number": self.sequence_number,
+        }
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What running one case produced, before grading."""
+
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # observed, not judged (incl. other rules)
+    informational: bool = False  # the case asked to be reported as INFORMATIONAL
+    unimplemented: str | None = None  # why the case could not run
+    harness_error: str | None = None  # the harness broke (a bug in wsmode)
+
+
+def decide_verdict(level: Level, outcome: Outcome) -> Verdict:
+    if outcome.harness_error is not None:
+        return Verdict.ERROR
+    if outcome.unimplemented is not None:
+        return Verdict.UNIMPLEMENTED
+    effective = [weaker(f.level, level) for f in outcome.findings]
+    if "MUST" in effective:
+        return Verdict.FAIL
+    if "SHOULD" in effective:
+        return Verdict.NON_STRICT
+    if effective or outcome.informational:
+        return Verdict.INFORMATIONAL
+    return Verdict.PASS
+
+
+def is_failure(verdict: Verdict | str, *, strict: bool) -> bool:
+    """Whether a verdict fails the run: FAIL and ERROR always, NON-STRICT with --strict."""
+    value = str(verdict)
+    return value in ("FAIL", "ERROR") or (strict and value == "NON-STRICT")
+
+
+def detail_text(outcome: Outcome, limit: int = 8) -> str:
+    """One readable paragraph: the findings first, then the notes."""
+    parts: list[str] = []
+    if outcome.harness_error:
+        parts.append(f"harness error: {outcome.harness_error}")
+    if outcome.unimplemented:
+        parts.append(outcome.unimplemented)
+    for finding in outcome.findings[:limit]:
+        seq = f" (seq {finding.sequence_number})" if finding.sequence_number is not None else ""
+        parts.append(f"[{finding.rule_id}] {finding.message}{seq}")
+    if len(outcome.findings) > limit:
+        parts.append(f"... and {len(outcome.findings) - limit} more findings")
+    for note in outcome.notes[:limit]:
+        parts.append(f"note: {note}")
+    if len(outcome.notes) > limit:
+        parts.append(f"... and {len(outcome.notes) - limit} more notes")
+    return "; ".join(parts)
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        seen.setdefault(item, None)
+    return list(seen)
+
+
+def sort_case_ids(ids: Sequence[str]) -> list[str]:
+    """Case ids in section order: 1.x before 2.1.x before 3.1.x before 3.3.x before 10.x."""
+
+    def key(case_id: str) -> tuple[tuple[int, ...], str]:
+        numbers: list[int] = []
+        for part in case_id.split("."):
+            if not part.isdigit():
+                break
+            numbers.append(int(part))
+        return tuple(numbers), case_id
+
+    return sorted(ids, key=key)

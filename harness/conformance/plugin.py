@@ -1,0 +1,422 @@
+"""The pytest plugin behind `pytest suites` and `wsmode certify`.
+
+    pytest suites [--target ws://HOST:PORT/v1/responses ...] [--http-target URL]
+                  [--api-key KEY] [--target-profile FILE ...] [--wsmode-strict]
+                  [--event-timeout S] [--case-timeout S] [--wsmode-results DIR]
+
+Without `--target` (and without a profile naming a URL) the embedded reference server is started
+on a free loopback port. Every case runs once per target (a session-scoped parametrized fixture,
+so pytest runs one target's cases together and stops its embedded servers before the next).
+
+Each case runs in a fresh event loop under `asyncio.timeout(case timeout)`; pytest-timeout is set
+a little higher as a backstop. The verdict replaces pytest's pass/fail: FAIL and ERROR are
+reported as failed, NON-STRICT as failed only with `--wsmode-strict`, UNIMPLEMENTED as skipped.
+At the end each target gets `report.json`, `report.html` and `junit.xml` under
+`<results>/certify/<target>/<timestamp>/`, several targets also a matrix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.conformance.cases import meta_of
+from harness.conformance.context import CaseContext, LiveTarget
+from harness.conformance.embedded import embedded_target, remote_target
+from harness.conformance.model import Outcome, Verdict, decide_verdict, detail_text, is_failure
+from harness.conformance.profile import (
+    PlannedTarget,
+    ProfileError,
+    TargetProfile,
+    load_profile,
+    plan_targets,
+)
+from harness.conformance.reports import (
+    run_directory,
+    terminal_matrix,
+    terminal_summary,
+    write_matrix,
+    write_run,
+)
+from harness.conformance.sdk import sdk_version, warm_up
+from harness.report.schema import finish_result, new_result, utc_now_iso
+from harness.report.store import timestamp_slug
+
+REFERENCE_PROFILE = Path(__file__).resolve().parents[2] / "suites" / "targets" / "reference.toml"
+BACKSTOP_S = 15.0  # pytest-timeout = case timeout + this
+
+_STATE = pytest.StashKey["CertifyState"]()
+_CTX = pytest.StashKey[CaseContext]()
+_LETTERS = {
+    "PASS": ("passed", ".", "PASS"),
+    "FAIL": ("failed", "F", "FAIL"),
+    "NON-STRICT": ("non-strict", "N", "NON-STRICT"),
+    "INFORMATIONAL": ("informational", "I", "INFORMATIONAL"),
+    "UNIMPLEMENTED": ("unimplemented", "U", "UNIMPLEMENTED"),
+    "ERROR": ("error", "E", "ERROR"),
+}
+
+
+@dataclass
+class TargetRun:
+    planned: PlannedTarget
+    live: LiveTarget | None = None
+    started_at: str | None = None
+    cases: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class CertifyState:
+    targets: list[PlannedTarget]
+    strict: bool
+    results_root: Path | None
+    label: str
+    event_timeout_s: float | None
+    case_timeout_s: float | None
+    runs: dict[str, TargetRun] = field(default_factory=dict)
+    written: list[tuple[dict[str, Any], dict[str, Path]]] = field(default_factory=list)
+    matrix: dict[str, Path] = field(default_factory=dict)
+
+    def run_for(self, name: str) -> TargetRun:
+        for planned in self.targets:
+            if planned.name == name:
+                return self.runs.setdefault(name, TargetRun(planned))
+        raise KeyError(name)
+
+
+# -- options ------------------------------------------------------------------------------------
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("wsmode", "wsmode conformance (suites/)")
+    group.addoption(
+        "--target",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="WebSocket URL of a target (repeatable), or 'embedded[:fault,...]'",
+    )
+    group.addoption(
+        "--http-target", action="append", default=[], metavar="URL", help="HTTP base URL (…/v1)"
+    )
+    group.addoption("--api-key", action="append", default=[], metavar="KEY", help="bearer key")
+    group.addoption(
+        "--target-profile",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="target profile TOML (capabilities and limits; repeatable, one per target)",
+    )
+    group.addoption(
+        "--wsmode-strict",
+        action="store_true",
+        default=False,
+        help="NON-STRICT (a SHOULD not met) fails the run too",
+    )
+    group.addoption("--event-timeout", type=float, default=None, metavar="S")
+    group.addoption("--case-timeout", type=float, default=None, metavar="S")
+    group.addoption(
+        "--wsmode-results",
+        default="results",
+        metavar="DIR",
+        help="results root: reports go to DIR/certify/<target>/<timestamp>/ (default: results)",
+    )
+    group.addoption("--wsmode-no-report", action="store_true", default=False)
+    group.addoption("--wsmode-label", default="certify", metavar="LABEL")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        default = load_profile(REFERENCE_PROFILE)
+        profiles = [load_profile(p) for p in config.getoption("target_profile")]
+        targets = plan_targets(
+            list(config.getoption("target")),
+            profiles,
+            list(config.getoption("http_target")),
+            list(config.getoption("api_key")),
+            default_profile=default,
+        )
+    except ProfileError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    root = (
+        None if config.getoption("wsmode_no_report") else Path(config.getoption("wsmode_results"))
+    )
+    if root is not None and not root.is_absolute():
+        root = config.invocation_params.dir / root
+    config.stash[_STATE] = CertifyState(
+        targets=targets,
+        strict=bool(config.getoption("wsmode_strict")),
+        results_root=root,
+        label=str(config.getoption("wsmode_label")),
+        event_timeout_s=config.getoption("event_timeout"),
+        case_timeout_s=config.getoption("case_timeout"),
+    )
+
+
+def _state(config: pytest.Config) -> CertifyState:
+    return config.stash[_STATE]
+
+
+# -- targets and the case context ---------------------------------------------------------------
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "wsmode_target" in metafunc.fixturenames:
+        targets = _state(metafunc.config).targets
+        metafunc.parametrize(
+            "wsmode_target",
+            targets,
+            ids=[t.name for t in targets],
+            indirect=True,
+            scope="session",
+        )
+
+
+@pytest.fixture(scope="session")
+def wsmode_target(request: pytest.FixtureRequest) -> Iterator[LiveTarget]:
+    planned: PlannedTarget = request.param
+    run = _state(request.config).run_for(planned.name)
+    warm_up()
+    if planned.spec.embedded:
+        with embedded_target(planned) as live:
+            run.live = live
+            yield live
+    else:
+        run.live = remote_target(planned)
+        yield run.live
+
+
+@pytest.fixture
+def ctx(request: pytest.FixtureRequest, wsmode_target: LiveTarget) -> CaseContext:
+    meta = meta_of(request.function)
+    if meta is None:
+        raise pytest.UsageError(f"{request.node.nodeid}: `ctx` is only for @case functions")
+    state = _state(request.config)
+    profile: TargetProfile = wsmode_target.profile
+    context = CaseContext(
+        meta,
+        wsmode_target,
+        event_timeout_s=state.event_timeout_s or profile.event_timeout_s,
+        case_timeout_s=state.case_timeout_s or profile.case_timeout_s,
+    )
+    request.node.stash[_CTX] = context
+    return context
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = _state(config)
+    longest = max(
+        [state.case_timeout_s or t.profile.case_timeout_s for t in state.targets] or [60.0]
+    )
+    for item in items:
+        if isinstance(item, pytest.Function) and meta_of(item.function) is not None:
+            item.add_marker(pytest.mark.timeout(longest + BACKSTOP_S))
+
+
+# -- running a case -----------------------------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    context = pyfuncitem.stash.get(_CTX, None)
+    function = pyfuncitem.obj
+    if context is None or not inspect.iscoroutinefunction(function):
+        return None
+    names = pyfuncitem._fixtureinfo.argnames
+    kwargs = {name: pyfuncitem.funcargs[name] for name in names}
+
+    async def main() -> None:
+        try:
+            context.require(*context.meta.requires)
+            async with asyncio.timeout(context.case_timeout_s):
+                await function(**kwargs)
+        finally:
+            context.duration_ms = (time.perf_counter_ns() - context.started_ns) / 1e6
+            await context.aclose()
+
+    asyncio.run(main())
+    return True
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report: pytest.TestReport = yield
+    if not isinstance(item, pytest.Function) or meta_of(item.function) is None:
+        return report
+    state = _state(item.config)
+    context = item.stash.get(_CTX, None)
+    if report.when == "setup" and report.failed:
+        _record_setup_error(state, item, report)
+    elif report.when == "call" and context is not None:
+        exc = call.excinfo.value if call.excinfo is not None else None
+        if isinstance(exc, pytest.fail.Exception) and "Timeout" in str(exc):
+            exc = TimeoutError("pytest-timeout backstop")
+        graded = context.absorb(exc)
+        verdict = decide_verdict(context.meta.level, graded)
+        _record(state, context, graded, verdict)
+        _rewrite_report(report, item, verdict, detail_text(graded), strict=state.strict)
+    return report
+
+
+def _record(state: CertifyState, context: CaseContext, graded: Outcome, verdict: Verdict) -> None:
+    run = state.run_for(context.target.name)
+    if run.started_at is None:
+        run.started_at = context.started_at
+    meta = context.meta
+    run.cases.append(
+        {
+            "id": meta.id,
+            "section": meta.section,
+            "level": meta.level,
+            "title": meta.title,
+            "verdict": str(verdict),
+            "duration_ms": round(context.duration_ms or 0.0, 3),
+            "rule_ids": context.result_rule_ids(graded),
+            "detail": detail_text(graded),
+            "category": meta.category,
+            "requires": list(meta.requires),
+            "started_at": context.started_at,
+            "findings": [f.as_dict() for f in graded.findings],
+            "notes": list(graded.notes),
+            "wire_log": context.log.as_list(),
+        }
+    )
+
+
+def _record_setup_error(
+    state: CertifyState, item: pytest.Function, report: pytest.TestReport
+) -> None:
+    meta = meta_of(item.function)
+    planned = item.callspec.params.get("wsmode_target") if hasattr(item, "callspec") else None
+    if meta is None or not isinstance(planned, PlannedTarget):
+        return
+    run = state.run_for(planned.name)
+    if run.started_at is None:
+        run.started_at = utc_now_iso()
+    text = str(report.longrepr).strip().splitlines()
+    detail = f"harness error during setup: {text[-1] if text else 'unknown'}"
+    run.cases.append(
+        {
+            "id": meta.id,
+            "section": meta.section,
+            "level": meta.level,
+            "title": meta.title,
+            "verdict": "ERROR",
+            "duration_ms": None,
+            "rule_ids": list(meta.rules),
+            "detail": detail,
+            "category": meta.category,
+            "requires": list(meta.requires),
+            "findings": [],
+            "notes": [],
+            "wire_log": [],
+        }
+    )
+    report.wsmode_verdict = "ERROR"  # type: ignore[attr-defined]
+
+
+def _rewrite_report(
+    report: pytest.TestReport, item: pytest.Item, verdict: Verdict, detail: str, *, strict: bool
+) -> None:
+    report.wsmode_verdict = str(verdict)  # type: ignore[attr-defined]
+    text = f"{verdict}: {detail}" if detail else str(verdict)
+    if verdict is Verdict.UNIMPLEMENTED:
+        path, lineno, _ = item.location
+        report.outcome = "skipped"
+        report.longrepr = (str(path), (lineno or 0) + 1, text)
+    elif is_failure(verdict, strict=strict):
+        report.outcome = "failed"
+        report.longrepr = text
+    else:
+        report.outcome = "passed"
+        report.longrepr = None
+        if verdict is not Verdict.PASS:
+            report.sections.append(("wsmode", text))
+
+
+def pytest_report_teststatus(
+    report: pytest.TestReport, config: pytest.Config
+) -> tuple[str, str, str] | None:
+    verdict = getattr(report, "wsmode_verdict", None)
+    if verdict is None or report.when not in ("call", "setup"):
+        return None
+    if report.when == "setup" and verdict != "ERROR":
+        return None
+    return _LETTERS.get(verdict)
+
+
+# -- the end of the run -------------------------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = _state(session.config)
+    results: list[dict[str, Any]] = []
+    for planned in state.targets:
+        run = state.runs.get(planned.name)
+        if run is None or not run.cases:
+            continue
+        result = build_result(run, state)
+        results.append(result)
+        paths: dict[str, Path] = {}
+        if state.results_root is not None:
+            directory = run_directory(state.results_root, planned.name, result["started_at"])
+            paths = write_run(directory, result, strict=state.strict)
+        state.written.append((result, paths))
+    if state.results_root is not None and len(results) > 1:
+        stamp = timestamp_slug(results[0]["started_at"])
+        state.matrix = write_matrix(state.results_root / "certify" / "_matrix" / stamp, results)
+    if any(
+        is_failure(case["verdict"], strict=state.strict)
+        for result in results
+        for case in result["certify"]["cases"]
+    ):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def build_result(run: TargetRun, state: CertifyState) -> dict[str, Any]:
+    planned = run.planned
+    live = run.live
+    profile = live.profile if live is not None else planned.profile
+    config = profile.describe()
+    config.update(
+        faults=list(planned.faults),
+        strict=state.strict,
+        openai_sdk=sdk_version(),
+        embedded=planned.spec.embedded,
+    )
+    result = new_result(
+        "certify",
+        label=state.label,
+        target={
+            "url": live.ws_url if live is not None else planned.spec.url,
+            "name": planned.name,
+            "version": live.version if live is not None else None,
+        },
+        profile=profile.source,
+        config=config,
+        started_at=run.started_at,
+    )
+    result["certify"]["cases"] = run.cases
+    return finish_result(result)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is None or not state.written:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("wsmode certify")
+    for result, paths in state.written:
+        for line in terminal_summary(result, strict=state.strict).splitlines():
+            write(line)
+        for kind, path in paths.items():
+            write(f"  {kind:<6}{path}")
+        write("")
+    if len(state.written) > 1:
+        write("cases × implementations (rows where a target did not PASS):")
+        for line in terminal_matrix([r for r, _ in state.written]).splitlines():
+            write(line)
+        for kind, path in state.matrix.items():
+            write(f"  {kind:<6}{path}")

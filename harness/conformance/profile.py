@@ -1,0 +1,348 @@
+"""Target profiles: what a target declares it can do, read from TOML (`suites/targets/*.toml`).
+
+A case that needs a capability the profile does not declare is UNIMPLEMENTED, never FAIL. A
+profile is strict: an unknown key is an error, so a typo never silently disables a case.
+
+    name = "reference"                 # shown in reports; the results directory is its slug
+    model = "gpt-5-mini"               # the model every request names
+
+    [target]
+    ws_url = "wss://host/v1/responses" # or "embedded": start the reference server in-process
+    http_url = "https://host/v1"       # optional: HTTP/SSE parity cases (embedded: derived)
+    lifetime_url = ""                  # optional: an endpoint with a short declared lifetime
+    api_key = ""                       # a literal key, or
+    api_key_env = "OPENAI_API_KEY"     # the environment variable holding it
+
+    [capabilities]                     # each false unless declared
+    store = true                       # store=true persistence and hydration
+    reasoning = true                   # reasoning items (reasoning.effort / summary)
+    lanes = true                       # stream_id lanes
+    scripted_output = false            # reference server only: the `wsmode.script` field
+    safety_markers = false             # reference server only: WSMODE-UNSAFE-* markers
+
+    [limits]
+    cache_depth = 1                    # responses the connection cache keeps (0: unknown)
+    cache_max_bytes = 0                # declared byte bound of the connection cache (0: none)
+    lifetime_s = 3600                  # connection lifetime (0: none declared)
+    max_message_bytes = 0              # largest accepted client message (0: none declared)
+
+    [timeouts]
+    event_s = 10                       # longest wait for any one event
+    case_s = 60                        # longest a case may run
+
+    [embedded]                         # only for ws_url = "embedded"
+    server_profile = "zero"            # the reference server's cost profile: a bundled name
+                                       # or a TOML path (relative to this file)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+EMBEDDED = "embedded"
+CAPABILITIES: Final = ("store", "reasoning", "lanes", "scripted_output", "safety_markers")
+# Longest declared lifetime the lifetime cases will wait out.
+MAX_LIFETIME_WAIT_S: Final = 60.0
+
+_SECTIONS: Final[dict[str, dict[str, type | tuple[type, ...]]]] = {
+    "target": {
+        "ws_url": str,
+        "http_url": str,
+        "lifetime_url": str,
+        "api_key": str,
+        "api_key_env": str,
+    },
+    "capabilities": dict.fromkeys(CAPABILITIES, bool),
+    "limits": {
+        "cache_depth": int,
+        "cache_max_bytes": int,
+        "lifetime_s": (int, float),
+        "max_message_bytes": int,
+    },
+    "timeouts": {"event_s": (int, float), "case_s": (int, float)},
+    "embedded": {"server_profile": str},
+}
+_TOP: Final[dict[str, type]] = {"name": str, "description": str, "model": str}
+
+
+class ProfileError(ValueError):
+    """A target profile that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class TargetProfile:
+    name: str = "target"
+    description: str = ""
+    model: str = "gpt-5-mini"
+    ws_url: str = ""
+    http_url: str = ""
+    lifetime_url: str = ""
+    api_key: str = ""
+    capabilities: frozenset[str] = frozenset()
+    cache_depth: int = 1  # upstream keeps the most recent response only
+    cache_max_bytes: int = 0
+    lifetime_s: float = 0.0
+    max_message_bytes: int = 0
+    event_timeout_s: float = 10.0
+    case_timeout_s: float = 60.0
+    server_profile: str = "zero"  # cost profile of the embedded reference server
+    source: str = "<defaults>"
+
+    @property
+    def embedded(self) -> bool:
+        return self.ws_url == EMBEDDED or self.ws_url.startswith(EMBEDDED + ":")
+
+    def has(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+    def missing(self, requirement: str) -> str | None:
+        """Why this target cannot run a case needing `requirement`; None when it can."""
+        if requirement in CAPABILITIES:
+            if self.has(requirement):
+                return None
+            return f"capability '{requirement}' not declared in the target profile"
+        if requirement == "auth":
+            return None if self.api_key else "no API key declared: auth cases need one"
+        if requirement == "http":
+            return None if self.http_url else "no HTTP endpoint declared (http_url)"
+        if requirement == "lifetime":
+            if not self.lifetime_s:
+                return "no connection lifetime declared (limits.lifetime_s)"
+            if self.lifetime_s > MAX_LIFETIME_WAIT_S:
+                return (
+                    f"declared lifetime {self.lifetime_s:g} s is longer than the "
+                    f"{MAX_LIFETIME_WAIT_S:g} s a case may wait: declare a short-lifetime "
+                    "endpoint (target.lifetime_url with limits.lifetime_s)"
+                )
+            return None
+        if requirement == "cache_eviction":
+            return None if self.cache_depth > 0 else "cache depth declared unknown (0)"
+        if requirement == "cache_lru":
+            if self.cache_depth >= 2:
+                return None
+            return f"cache depth {self.cache_depth}: LRU order needs a declared depth >= 2"
+        if requirement == "cache_bytes":
+            return None if self.cache_max_bytes else "no cache byte bound declared"
+        if requirement == "max_message":
+            return None if self.max_message_bytes else "no max message size declared"
+        raise ValueError(f"unknown requirement {requirement!r}")
+
+    def with_changes(self, **changes: Any) -> TargetProfile:
+        return replace(self, **changes)
+
+    def describe(self) -> dict[str, Any]:
+        """The declared configuration, as stored in report.json's `config`."""
+        return {
+            "profile_source": self.source,
+            "model": self.model,
+            "capabilities": sorted(self.capabilities),
+            "http": bool(self.http_url),
+            "auth": bool(self.api_key),
+            "cache_depth": self.cache_depth,
+            "cache_max_bytes": self.cache_max_bytes,
+            "lifetime_s": self.lifetime_s,
+            "lifetime_url": bool(self.lifetime_url),
+            "max_message_bytes": self.max_message_bytes,
+            "event_timeout_s": self.event_timeout_s,
+            "case_timeout_s": self.case_timeout_s,
+        }
+
+
+def _check_type(value: Any, kinds: type | tuple[type, ...], where: str) -> None:
+    kinds_tuple = kinds if isinstance(kinds, tuple) else (kinds,)
+    if isinstance(value, bool) and bool not in kinds_tuple:
+        raise ProfileError(f"{where}: expected {_names(kinds_tuple)}, got a boolean")
+    if not isinstance(value, kinds_tuple):
+        raise ProfileError(f"{where}: expected {_names(kinds_tuple)}, got {type(value).__name__}")
+
+
+def _names(kinds: tuple[type, ...]) -> str:
+    return " or ".join(k.__name__ for k in kinds)
+
+
+def parse_profile(
+    data: Mapping[str, Any], source: str = "<profile>", *, base_dir: Path | None = None
+) -> TargetProfile:
+    """Build a profile from parsed TOML; unknown keys and wrong types raise ProfileError."""
+    values: dict[str, Any] = {"source": source}
+    for key, value in data.items():
+        where = f"{source}: {key}"
+        if key in _TOP:
+            _check_type(value, _TOP[key], where)
+            values[key] = value
+            continue
+        if key not in _SECTIONS:
+            raise ProfileError(f"{where}: unknown key (known: {', '.join([*_TOP, *_SECTIONS])})")
+        if not isinstance(value, dict):
+            raise ProfileError(f"{where}: expected a [{key}] table")
+        allowed = _SECTIONS[key]
+        for sub, sub_value in value.items():
+            sub_where = f"{source}: {key}.{sub}"
+            if sub not in allowed:
+                raise ProfileError(f"{sub_where}: unknown key (known: {', '.join(allowed)})")
+            _check_type(sub_value, allowed[sub], sub_where)
+        if key == "capabilities":
+            values["capabilities"] = frozenset(c for c, on in value.items() if on)
+        elif key == "target":
+            env = value.get("api_key_env")
+            key_value = value.get("api_key", "")
+            if not key_value and env:
+                key_value = os.environ.get(env, "")
+            values.update(
+                ws_url=value.get("ws_url", ""),
+                http_url=value.get("http_url", ""),
+                lifetime_url=value.get("lifetime_url", ""),
+                api_key=key_value,
+            )
+        elif key == "limits":
+            for sub, sub_value in value.items():
+                if sub_value < 0:
+                    raise ProfileError(f"{source}: limits.{sub}: must be >= 0")
+                values[sub] = float(sub_value) if sub == "lifetime_s" else sub_value
+        elif key == "timeouts":
+            for sub, sub_value in value.items():
+                if sub_value <= 0:
+                    raise ProfileError(f"{source}: timeouts.{sub}: must be > 0")
+            if "event_s" in value:
+                values["event_timeout_s"] = float(value["event_s"])
+            if "case_s" in value:
+                values["case_timeout_s"] = float(value["case_s"])
+        elif key == "embedded" and "server_profile" in value:
+            server_profile = value["server_profile"]
+            if server_profile.endswith(".toml") and base_dir is not None:
+                server_profile = str((base_dir / server_profile).resolve())
+            values["server_profile"] = server_profile
+    if not str(values.get("name", "target")).strip():
+        raise ProfileError(f"{source}: name: must not be empty")
+    return TargetProfile(**values)
+
+
+def load_profile(path: str | Path) -> TargetProfile:
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ProfileError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{p}: not valid TOML: {exc}") from None
+    return parse_profile(data, str(p), base_dir=p.parent)
+
+
+# -- target specs from the command line ---------------------------------------------------------
+_FAULT_NAME = re.compile(r"^[a-z0-9-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class TargetSpec:
+    """One `--target`: a URL, or `embedded[:fault,fault]` for the in-process reference server."""
+
+    url: str
+    faults: tuple[str, ...] = ()
+
+    @property
+    def embedded(self) -> bool:
+        return self.url == EMBEDDED
+
+    @classmethod
+    def parse(cls, text: str) -> TargetSpec:
+        text = text.strip()
+        if text == EMBEDDED:
+            return cls(EMBEDDED)
+        if text.startswith(EMBEDDED + ":"):
+            faults = tuple(f for f in text[len(EMBEDDED) + 1 :].split(",") if f)
+            for fault in faults:
+                if not _FAULT_NAME.match(fault):
+                    raise ProfileError(f"--target {text}: bad fault name {fault!r}")
+            return cls(EMBEDDED, faults)
+        if not text.startswith(("ws://", "wss://")):
+            raise ProfileError(f"--target {text}: expected ws://, wss:// or 'embedded[:faults]'")
+        return cls(text)
+
+
+def default_name(url: str) -> str:
+    """A readable target name from a URL: host and port."""
+    rest = url.split("://", 1)[-1]
+    return rest.split("/", 1)[0] or "target"
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTarget:
+    """A target as the run will use it: the spec, its profile, and the name in reports."""
+
+    name: str
+    spec: TargetSpec
+    profile: TargetProfile
+    faults: tuple[str, ...] = field(default=())
+
+
+def plan_targets(
+    targets: list[str],
+    profiles: list[TargetProfile],
+    http_targets: list[str],
+    api_keys: list[str],
+    *,
+    default_profile: TargetProfile,
+) -> list[PlannedTarget]:
+    """Pair `--target`s with `--target-profile`s (and --http-target / --api-key overrides).
+
+    No target: every profile is a target (its ws_url), or the default (embedded) profile.
+    N targets with 0, 1 or N profiles: the default, the one, or the i-th profile for each.
+    `--http-target` and `--api-key` given once apply to every target, N times pair in order.
+    """
+    if not targets:
+        specs = [TargetSpec.parse(p.ws_url or EMBEDDED) for p in profiles] or [
+            TargetSpec.parse(default_profile.ws_url or EMBEDDED)
+        ]
+        chosen = profiles or [default_profile]
+    else:
+        specs = [TargetSpec.parse(t) for t in targets]
+        if len(profiles) > 1 and len(profiles) != len(targets):
+            raise ProfileError(
+                f"{len(targets)} --target but {len(profiles)} --target-profile: give one "
+                "profile for all targets or one per target"
+            )
+        chosen = profiles * len(targets) if len(profiles) == 1 else profiles
+        if not chosen:
+            chosen = [default_profile if spec.embedded else TargetProfile() for spec in specs]
+    http = _spread(http_targets, len(specs), "--http-target")
+    keys = _spread(api_keys, len(specs), "--api-key")
+    planned: list[PlannedTarget] = []
+    names: dict[str, int] = {}
+    for i, (spec, profile) in enumerate(zip(specs, chosen, strict=True)):
+        changes: dict[str, Any] = {}
+        if http[i] is not None:
+            changes["http_url"] = http[i]
+        if keys[i] is not None:
+            changes["api_key"] = keys[i]
+        if not spec.embedded:
+            changes["ws_url"] = spec.url
+        profile = profile.with_changes(**changes) if changes else profile
+        if spec.embedded:
+            base = profile.name if profile.source != "<defaults>" else "reference"
+            name = base + "".join(f"+{f}" for f in spec.faults)
+        elif profile.source != "<defaults>":
+            name = profile.name
+        else:
+            name = default_name(spec.url)
+        count = names.get(name, 0) + 1
+        names[name] = count
+        if count > 1:
+            name = f"{name}-{count}"
+        planned.append(PlannedTarget(name, spec, profile, spec.faults))
+    return planned
+
+
+def _spread(values: list[str], n: int, option: str) -> list[str | None]:
+    if not values:
+        return [None] * n
+    if len(values) == 1:
+        return [values[0]] * n
+    if len(values) != n:
+        raise ProfileError(f"{option} given {len(values)} times for {n} targets")
+    return list(values)

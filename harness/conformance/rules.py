@@ -1,0 +1,123 @@
+"""Every rule id a conformance case can report, with its level and meaning.
+
+The stream rules come from the protocol core (`harness.protocol.accumulator.RULES`); the rules
+below are the ones only a checker driving a live target can see (handshake, cache, queueing,
+limits, HTTP parity, the SDK's second opinion). Ids are stable: cases, reports and the kill
+matrix refer to them.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from harness.conformance.model import Level, normalize_level
+from harness.protocol.accumulator import RULES as STREAM_RULES
+
+HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
+    # transport: what a misbehaving target looks like from the client
+    "transport.stall": ("MUST", "every awaited event arrives within the event timeout"),
+    "transport.closed": ("MUST", "the target keeps the socket open unless the protocol closes it"),
+    "transport.garbage": ("MUST", "server frames are text frames holding one JSON object each"),
+    "transport.refused": ("MUST", "the target accepts a well-formed, authorized upgrade"),
+    "transport.error": ("MUST", "the target is reachable and speaks WebSocket/HTTP"),
+    "case.timeout": ("MUST", "the case finishes within its time budget"),
+    "case.expectation": ("MUST", "the case's stated expectation holds"),
+    # handshake (PROTOCOL.md §1)
+    "handshake.upgrade": ("MUST", "a bearer-authenticated upgrade gets 101"),
+    "handshake.subprotocol": ("MUST", "no subprotocol is required, none is selected"),
+    "handshake.beta_header": ("MUST", "OpenAI-Beta is optional: accepted, never required"),
+    "auth.before_upgrade": (
+        "MUST",
+        "a missing or wrong key is refused with 401 before the upgrade",
+    ),
+    "auth.error_body": ("SHOULD", "the 401 body is JSON {error: {type, code, message, param}}"),
+    "ws.ping": ("MUST", "a WebSocket ping is answered with a pong"),
+    "ws.close_handshake": ("MUST", "a client close is answered with a close frame"),
+    "ws.binary_refused": ("MUST", "a binary frame is refused with an error and/or a close"),
+    "ws.binary_close_code": ("MAY", "the close after a binary frame uses 1003"),
+    "ws.isolation": ("MUST", "one connection dropping mid-stream does not affect another"),
+    # requests (§2.1)
+    "request.stream_ignored": ("MUST", "stream:true is accepted and ignored over WebSocket"),
+    "request.unknown_fields": ("MUST", "unknown create fields (client_metadata) are tolerated"),
+    "request.background_rejected": ("MUST", "background:true is refused over WebSocket"),
+    "request.error_socket_open": ("MUST", "a request-scoped error keeps the socket usable"),
+    "request.malformed_json": ("MUST", "a frame that is not JSON gets an error event"),
+    "request.unknown_type": ("MUST", "an unknown client event type gets an error event"),
+    "request.invalid_input": ("MUST", "an invalid input item is refused with a 400 error"),
+    "error.code": ("MUST", "the error carries the protocol's code for the situation"),
+    "error.status": ("SHOULD", "request-level errors carry the HTTP-equivalent status"),
+    # continuation (§2.1, §5.1)
+    "continuation.works": ("MUST", "a continuation with only new items completes"),
+    "continuation.echo": ("MUST", "the response echoes previous_response_id"),
+    "continuation.instructions": (
+        "MUST",
+        "instructions are not inherited via previous_response_id",
+    ),
+    "continuation.unknown_call_id": (
+        "MUST",
+        "a function_call_output for an unknown call is refused",
+    ),
+    "function_call.emitted": ("MUST", "tool_choice required/named yields a function_call item"),
+    "function_call.round_trip": ("MUST", "a function_call_output answering the call completes"),
+    "generate_false.no_output": ("MUST", "generate:false completes with no output"),
+    "generate_false.chainable": ("MUST", "a warm-up id chains with input: []"),
+    "failed.socket_open": ("SHOULD", "after a response.failed the socket stays usable"),
+    "incomplete.max_output_tokens": ("MUST", "max_output_tokens ends the response incomplete"),
+    "incomplete.content_filter": ("MUST", "filtered output ends incomplete with content_filter"),
+    "response.created_snapshot": ("SHOULD", "response.created: in_progress, output [], usage null"),
+    "response.id_prefix": ("SHOULD", "ids use the API prefixes (resp_, msg_, fc_, rs_)"),
+    "usage.null_until_terminal": ("SHOULD", "usage is null before the terminal event"),
+    # connection cache (§5.1)
+    "cache.store_false_miss": ("MUST", "an uncached store=false id is previous_response_not_found"),
+    "cache.per_connection": ("MUST", "a connection cache is never visible to another connection"),
+    "cache.hydrate": ("MUST", "a store=true id resolves from anywhere (hydration)"),
+    "cache.most_recent": ("MUST", "the most recent response is always continuable"),
+    "cache.failure_evicts": ("MUST", "a failed continuation evicts its parent"),
+    "cache.lru": ("MUST", "a declared depth-N cache evicts the least recently used entry"),
+    "cache.depth": ("MUST", "a declared depth-N cache keeps the N most recent responses"),
+    "cache.bytes": ("SHOULD", "a declared byte bound evicts older entries when exceeded"),
+    # queueing, lanes, lifetime, size (§5.2, §5.3, RELIABILITY.md)
+    "queue.fifo": ("MUST", "creates on one socket run in order, one at a time"),
+    "queue.no_drop": ("MUST", "every create gets a response or an error, never silence"),
+    "lanes.echo": ("MUST", "events of a named lane carry its stream_id"),
+    "lanes.default_no_stream_id": ("SHOULD", "default-lane events carry no stream_id"),
+    "lanes.invalid": ("MUST", "a malformed stream_id is refused with invalid_stream_id"),
+    "lifetime.error": ("MUST", "an aged socket gets websocket_connection_limit_reached"),
+    "lifetime.close": ("MUST", "the aged socket is closed after the error"),
+    "lifetime.close_code": ("MAY", "the lifetime close uses code 1000"),
+    "limits.max_message": ("MUST", "an over-size message is refused (close 1009 or an error)"),
+    "limits.max_message_code": ("MAY", "the over-size close uses code 1009"),
+    # HTTP / SSE parity (§3.1)
+    "sse.content_type": ("MUST", "a streaming POST answers 200 text/event-stream"),
+    "sse.event_name": ("SHOULD", "each SSE block's event: line equals its data's type"),
+    "sse.no_done": ("SHOULD", "SSE streams end after the terminal, without [DONE]"),
+    "http.json_response": ("MUST", "a non-streaming POST returns the Response object"),
+    "http.retrieve": ("MUST", "GET /responses/{id} returns a stored response"),
+    "http.error_shape": ("MUST", "HTTP errors are {error: {type, code, message, param}}"),
+    "http.auth": ("MUST", "HTTP requests without a valid key get 401"),
+    "parity.shape": ("SHOULD", "WS and SSE streams of the same request have the same shape"),
+    # the official SDK as a second opinion
+    "sdk.accumulate": ("MUST", "openai-python's stream accumulator accepts the stream"),
+    "sdk.event_model": ("MUST", "every known event validates against the SDK's event model"),
+    "sdk.final_matches": ("SHOULD", "the SDK's final response has the text the stream carried"),
+}
+
+
+def rule_level(rule_id: str) -> Level:
+    if rule_id in HARNESS_RULES:
+        return HARNESS_RULES[rule_id][0]
+    if rule_id in STREAM_RULES:
+        return normalize_level(STREAM_RULES[rule_id][0])
+    raise KeyError(f"unknown rule id {rule_id!r}")
+
+
+def rule_text(rule_id: str) -> str:
+    if rule_id in HARNESS_RULES:
+        return HARNESS_RULES[rule_id][1]
+    if rule_id in STREAM_RULES:
+        return STREAM_RULES[rule_id][1]
+    return ""
+
+
+def all_rule_ids() -> list[str]:
+    return [*STREAM_RULES, *HARNESS_RULES]

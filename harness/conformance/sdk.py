@@ -1,0 +1,159 @@
+"""A second opinion on a stream: the official `openai` SDK's own parser and accumulator.
+
+Two checks, both on the installed openai-python (`pip install openai`):
+
+* **event models**: each event whose type the SDK knows is validated against that type's model
+  (`ResponsesServerEvent`, the WebSocket union: the SSE events plus `stream_id`, with the nested
+  `error`). Unknown types pass (PROTOCOL.md §9). Fields the SDK marks required but recorded
+  production traffic omits (`LENIENT_MISSING`) are reported as notes, not findings.
+* **accumulator**: the events are built the way the SDK builds them (`construct_type`) and fed to
+  `ResponseStreamState.handle_event`, the state machine behind `client.responses.stream()`. Any
+  exception it raises is a finding: a real client would have crashed on this stream.
+"""
+
+from __future__ import annotations
+
+import functools
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.conformance.model import Finding
+from harness.conformance.rules import rule_level
+
+# Required by the SDK's models, absent from recorded production streams or optional in the
+# protocol reference (PROTOCOL.md §3.4: `cache_write_tokens?`).
+LENIENT_MISSING = frozenset({"cache_write_tokens"})
+
+
+def is_structural(error: Mapping[str, Any]) -> bool:
+    """A validation error that a client would trip over: a required member absent, or a member
+    of the wrong JSON kind. Values outside the SDK's enums and union tags it does not know are
+    forward compatibility (new error codes, new item types: PROTOCOL.md §9): the SDK's own
+    runtime parser (`construct_type`) accepts them, so they are notes, not findings."""
+    kind = str(error.get("type", ""))
+    loc = error.get("loc") or ()
+    if kind == "missing":
+        return not (loc and str(loc[-1]) in LENIENT_MISSING)
+    return kind.endswith(("_type", "_parsing")) and kind != "model_attributes_type"
+
+
+@dataclass
+class SdkReport:
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    final_text: str | None = None  # the SDK's `output_text` of a completed response
+    available: bool = True
+
+
+def sdk_version() -> str | None:
+    try:
+        import openai
+    except ImportError:
+        return None
+    return str(openai.__version__)
+
+
+@functools.cache
+def _event_models() -> dict[str, Any]:
+    from openai.types.responses.responses_server_event import ResponsesServerEvent
+
+    union: Any = ResponsesServerEvent
+    if typing.get_origin(union) is typing.Annotated:
+        union = typing.get_args(union)[0]
+    models: dict[str, Any] = {}
+    for model in typing.get_args(union):
+        literal = model.model_fields["type"].annotation
+        for value in typing.get_args(literal):
+            models[str(value)] = model
+    return models
+
+
+def known_event_types() -> frozenset[str]:
+    return frozenset(_event_models())
+
+
+def _finding(rule_id: str, message: str, event: Mapping[str, Any] | None = None) -> Finding:
+    seq = event.get("sequence_number") if event is not None else None
+    return Finding(rule_id, rule_level(rule_id), message, seq if isinstance(seq, int) else None)
+
+
+def validate_events(events: Sequence[Mapping[str, Any]], report: SdkReport) -> None:
+    from pydantic import ValidationError
+
+    models = _event_models()
+    for event in events:
+        event_type = str(event.get("type", ""))
+        model = models.get(event_type)
+        if model is None:
+            report.notes.append(f"SDK does not know event type {event_type!r} (passed through)")
+            continue
+        try:
+            model.model_validate(dict(event))
+        except ValidationError as exc:
+            strict: list[str] = []
+            for error in exc.errors():
+                loc = ".".join(str(part) for part in error.get("loc", ()))
+                if not is_structural(error):
+                    report.notes.append(f"{event_type}: {loc}: {error.get('msg')} (tolerated)")
+                    continue
+                strict.append(f"{loc}: {error.get('msg')}")
+            if strict:
+                report.findings.append(
+                    _finding(
+                        "sdk.event_model",
+                        f"{event_type} does not validate as {model.__name__}: "
+                        + "; ".join(strict[:4]),
+                        event,
+                    )
+                )
+
+
+def accumulate(events: Sequence[Mapping[str, Any]], report: SdkReport) -> None:
+    from openai import omit
+    from openai._models import construct_type
+    from openai.lib.streaming.responses._responses import ResponseStreamState
+    from openai.types.responses.response_stream_event import ResponseStreamEvent
+
+    state: ResponseStreamState[object] = ResponseStreamState(input_tools=omit, text_format=omit)
+    stream_type: Any = ResponseStreamEvent
+    for event in events:
+        if event.get("type") == "error":
+            continue  # the SDK surfaces error events to the caller; they carry no state
+        try:
+            parsed: Any = construct_type(type_=stream_type, value=dict(event))
+            state.handle_event(parsed)
+        except Exception as exc:
+            report.findings.append(
+                _finding(
+                    "sdk.accumulate",
+                    f"openai-python's ResponseStreamState refused {event.get('type')}: "
+                    f"{type(exc).__name__}: {exc}",
+                    event,
+                )
+            )
+            return
+    completed = state._completed_response
+    if completed is not None:
+        report.final_text = completed.output_text
+
+
+def warm_up() -> None:
+    """Import the SDK and build its models once, outside any case's timing."""
+    if sdk_version() is None:
+        return
+    check_stream([{"type": "response.created", "sequence_number": 0, "response": {}}])
+
+
+def check_stream(events: Sequence[Mapping[str, Any]]) -> SdkReport:
+    """Both checks over the events of one response; request-level `error` events (a refused
+    create) are validated as models and skipped by the accumulator."""
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        return SdkReport(available=False, notes=["openai-python is not installed"])
+    report = SdkReport()
+    validate_events(events, report)
+    accumulate(events, report)
+    return report

@@ -1,0 +1,402 @@
+"""Requests, errors and limits: PROTOCOL.md §2.1 (what a create may carry), §4 (the error event,
+codes, the connection after errors), §5.2 (queueing, lanes), §5.3 (lifetime), RELIABILITY.md §2
+(message size)."""
+
+from __future__ import annotations
+
+import json
+
+from harness.conformance import bodies
+from harness.conformance.cases import case
+from harness.conformance.context import CaseContext, CaseExchange, Conn
+from harness.protocol.accumulator import RequestError, ResponseAccumulator
+from harness.transport.events import TargetClosed, TargetTimeout
+
+NOT_FOUND = "previous_response_not_found"
+TERMINALS = ("response.completed", "response.failed", "response.incomplete")
+
+
+async def not_found(ctx: CaseContext, conn: Conn) -> CaseExchange:
+    body = ctx.body([bodies.user_message("hi")], previous_response_id="resp_wsmode_does_not_exist")
+    exchange = await conn.create(body)
+    ctx.expect_request_error(exchange, "error.code", code=NOT_FOUND)
+    return exchange
+
+
+def error_event(exchange: CaseExchange) -> dict[str, object]:
+    return next((t.event for t in exchange.events if t.type == "error"), {})
+
+
+# -- the error event ----------------------------------------------------------------------------
+@case(
+    "4.1.error.nested-shape",
+    level="MUST",
+    category="errors",
+    title="an error event nests {type, code, message, param} under 'error'",
+    rules=("error.shape",),
+)
+async def test_nested_shape(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    await not_found(ctx, conn)
+    await conn.send_text("{this is not json")
+    await conn.next_event()
+
+
+@case(
+    "4.1.error.status",
+    level="SHOULD",
+    category="errors",
+    title="a request-level error carries status (400 for previous_response_not_found)",
+    rules=("error.status",),
+)
+async def test_error_status(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    event = error_event(await not_found(ctx, conn))
+    ctx.check(event.get("status") == 400, "error.status", f"status {event.get('status')!r}")
+
+
+@case(
+    "4.2.not-found.fields",
+    level="MUST",
+    category="errors",
+    title="previous_response_not_found: type invalid_request_error, param previous_response_id",
+    rules=("error.code",),
+)
+async def test_not_found_fields(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    error = (await not_found(ctx, conn)).request_error
+    assert error is not None
+    ctx.check(error.type == "invalid_request_error", "error.code", f"type {error.type!r}")
+    ctx.check(error.param == "previous_response_id", "error.code", f"param {error.param!r}")
+
+
+@case(
+    "4.3.malformed-json.socket-open",
+    level="MUST",
+    category="errors",
+    title="a text frame that is not JSON gets an error event; the socket stays usable",
+    rules=("request.malformed_json", "request.error_socket_open"),
+)
+async def test_malformed_json(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    await conn.send_text('{"type": "response.create", "model": ')
+    timed = await conn.next_event()
+    ctx.check(timed.type == "error", "request.malformed_json", f"answered with {timed.type}")
+    await ctx.expect_usable(conn, what="after malformed JSON")
+
+
+@case(
+    "4.3.unknown-type.socket-open",
+    level="MUST",
+    category="errors",
+    title="an unknown client event type gets an error event; the socket stays usable",
+    rules=("request.unknown_type", "request.error_socket_open"),
+)
+async def test_unknown_type(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    await conn.send_text(json.dumps({"type": "response.wsmode_bogus", "model": ctx.model}))
+    timed = await conn.next_event()
+    ctx.check(timed.type == "error", "request.unknown_type", f"answered with {timed.type}")
+    await ctx.expect_usable(conn, what="after an unknown event type")
+
+
+@case(
+    "4.3.invalid-input.socket-open",
+    level="MUST",
+    category="errors",
+    title="a create with an invalid input item is refused with 400; the socket stays usable",
+    rules=("request.invalid_input", "request.error_socket_open"),
+)
+async def test_invalid_input(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    exchange = await conn.create(ctx.body([bodies.invalid_item()]))
+    ctx.expect_request_error(exchange, "request.invalid_input", status=400)
+    await ctx.expect_usable(conn, what="after an invalid input item")
+
+
+@case(
+    "4.3.not-found.socket-open",
+    level="MUST",
+    category="errors",
+    title="after previous_response_not_found the same socket serves the next request",
+    rules=("request.error_socket_open",),
+)
+async def test_not_found_socket_open(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    await not_found(ctx, conn)
+    await ctx.expect_usable(conn, what="after previous_response_not_found")
+
+
+# -- what a create may carry --------------------------------------------------------------------
+@case(
+    "2.1.request.background-rejected",
+    level="MUST",
+    category="errors",
+    title="background:true is refused over WebSocket with an error; the socket stays usable",
+    rules=("request.background_rejected", "request.error_socket_open"),
+)
+async def test_background_rejected(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    exchange = await conn.create(ctx.body(background=True))
+    ctx.expect_request_error(exchange, "request.background_rejected", status=400)
+    await ctx.expect_usable(conn, what="after background:true")
+
+
+@case(
+    "2.1.request.stream-true-accepted",
+    level="MUST",
+    category="errors",
+    title="stream:true (sent by codex and the official example) is accepted and ignored",
+    rules=("request.stream_ignored",),
+)
+async def test_stream_true(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    ctx.expect_completed(await conn.create(ctx.body(stream=True)), "request.stream_ignored")
+
+
+@case(
+    "2.1.request.unknown-fields",
+    level="MUST",
+    category="errors",
+    title="unknown create fields (codex's client_metadata) are tolerated",
+    rules=("request.unknown_fields",),
+)
+async def test_unknown_fields(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    body = ctx.body(client_metadata={"session": "wsmode"}, include=[], stream_options={})
+    ctx.expect_completed(await conn.create(body), "request.unknown_fields")
+
+
+# -- queueing -----------------------------------------------------------------------------------
+async def read_answers(ctx: CaseContext, conn: Conn, count: int) -> list[object]:
+    """Read until `count` creates are answered, in arrival order: each answer is a request
+    error, or the Response object of a terminal event (judged by the raw terminal, so a broken
+    grammar does not hide the order)."""
+    answers: list[object] = []
+    while len(answers) < count:
+        timed = await conn.client.recv(ctx.event_timeout_s)
+        routed = conn.stream.feed(timed.event)
+        if isinstance(routed, RequestError):
+            answers.append(routed)
+        elif timed.type in TERMINALS and not (
+            isinstance(routed, ResponseAccumulator) and routed.event_count == 1
+        ):
+            answers.append(timed.event.get("response") or {})
+    return answers
+
+
+def tag_of(answer: object) -> str | None:
+    if isinstance(answer, dict):
+        metadata = answer.get("metadata") or {}
+        tag = metadata.get("wsmode_order") if isinstance(metadata, dict) else None
+        return str(tag) if tag is not None else None
+    return None
+
+
+@case(
+    "5.2.queue.fifo",
+    level="MUST",
+    category="errors",
+    title="three creates sent back to back all complete, in order, never interleaved",
+    rules=("queue.fifo", "queue.no_drop", "conn.no_interleave"),
+)
+async def test_queue_fifo(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    for n in (1, 2, 3):
+        await conn.send(ctx.body(f"Request {n}: say hello.", metadata={"wsmode_order": str(n)}))
+    try:
+        answers = await read_answers(ctx, conn, 3)
+    except TargetTimeout:
+        ctx.fail("queue.no_drop", "not every queued create was answered")
+    tags = [tag_of(a) for a in answers]
+    ctx.check(tags == ["1", "2", "3"], "queue.fifo", f"responses finished in order {tags}")
+
+
+@case(
+    "5.2.queue.mid-stream",
+    level="MUST",
+    category="errors",
+    title="a create sent while a response streams is queued and runs after it",
+    rules=("queue.fifo", "queue.no_drop", "conn.no_interleave"),
+)
+async def test_queue_mid_stream(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    await conn.send(ctx.body(bodies.LONG_PROMPT, metadata={"wsmode_order": "1"}))
+    first = await conn.next_event()
+    ctx.check(first.type == "response.created", "case.expectation", f"first event {first.type}")
+    await conn.send(ctx.body("Say hello.", metadata={"wsmode_order": "2"}))
+    try:
+        answers = await read_answers(ctx, conn, 2)
+    except TargetTimeout:
+        ctx.fail("queue.no_drop", "the create sent mid-stream was never answered")
+    tags = [tag_of(a) for a in answers]
+    ctx.check(tags == ["1", "2"], "queue.fifo", f"responses finished in order {tags}")
+
+
+@case(
+    "5.2.queue.no-silent-drop",
+    level="MUST",
+    category="errors",
+    title="eight creates back to back: each gets a response or an error (a queue bound), none lost",
+    rules=("queue.no_drop", "conn.no_interleave"),
+)
+async def test_no_silent_drop(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    for n in range(8):
+        await conn.send(ctx.body(f"Request {n}: say hello.", metadata={"wsmode_order": str(n)}))
+    try:
+        answers = await read_answers(ctx, conn, 8)
+    except TargetTimeout:
+        ctx.fail("queue.no_drop", "fewer than 8 answers for 8 creates")
+    refused = [a for a in answers if isinstance(a, RequestError)]
+    if refused:
+        codes = sorted({str(a.error.code) for a in refused})
+        ctx.note(f"{len(refused)} creates refused ({', '.join(codes)}): a queue bound")
+
+
+# -- lanes --------------------------------------------------------------------------------------
+@case(
+    "5.2.lanes.stream-id-echo",
+    level="MUST",
+    category="errors",
+    title="every event of a create with stream_id carries that stream_id",
+    rules=("lanes.echo",),
+    requires=("lanes",),
+)
+async def test_lane_echo(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    exchange = await conn.create(ctx.body(stream_id="wsmode-lane.1"))
+    ctx.expect_completed(exchange, "lanes.echo")
+    missing = [t.type for t in exchange.events if t.event.get("stream_id") != "wsmode-lane.1"]
+    ctx.check(not missing, "lanes.echo", f"events without the lane's stream_id: {missing[:5]}")
+
+
+@case(
+    "5.2.lanes.invalid-stream-id",
+    level="MUST",
+    category="errors",
+    title="a malformed stream_id is refused with invalid_stream_id (param stream_id)",
+    rules=("lanes.invalid", "error.code"),
+    requires=("lanes",),
+)
+async def test_lane_invalid(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    exchange = await conn.create(ctx.body(stream_id="no spaces allowed!"))
+    error = ctx.expect_request_error(exchange, "lanes.invalid", code="invalid_stream_id")
+    ctx.check(error.param == "stream_id", "error.code", f"param {error.param!r}")
+    await ctx.expect_usable(conn, what="after invalid_stream_id")
+
+
+@case(
+    "5.2.lanes.default-no-stream-id",
+    level="SHOULD",
+    category="errors",
+    title="events of the default lane (no stream_id sent) carry no stream_id",
+    rules=("lanes.default_no_stream_id",),
+)
+async def test_default_lane(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    exchange = await conn.create(ctx.body())
+    ctx.expect_completed(exchange, "case.expectation")
+    tagged = [t.type for t in exchange.events if "stream_id" in t.event]
+    ctx.check(not tagged, "lanes.default_no_stream_id", f"events with stream_id: {tagged[:5]}")
+
+
+# -- lifetime and size --------------------------------------------------------------------------
+async def aged_socket(ctx: CaseContext) -> tuple[Conn, dict[str, object] | None, int | None]:
+    """Connect to the lifetime endpoint and idle: the error event (if any) and the close code."""
+    conn = await ctx.connect(url=ctx.target.lifetime_url or ctx.target.ws_url)
+    wait = ctx.profile.lifetime_s + ctx.event_timeout_s
+    try:
+        timed = await conn.next_event(timeout_s=wait)
+    except TargetClosed as exc:
+        return conn, None, exc.code
+    except TargetTimeout:
+        ctx.fail("lifetime.error", f"nothing arrived within the lifetime + {ctx.event_timeout_s} s")
+    try:
+        code, _ = await conn.wait_closed()
+    except TargetTimeout:
+        return conn, timed.event, None
+    return conn, timed.event, code
+
+
+@case(
+    "5.3.lifetime.limit-reached",
+    level="MUST",
+    category="errors",
+    title="an idle socket past its lifetime gets websocket_connection_limit_reached, then a close",
+    rules=("lifetime.error", "lifetime.close"),
+    requires=("lifetime",),
+)
+async def test_lifetime(ctx: CaseContext) -> None:
+    _, event, code = await aged_socket(ctx)
+    error = event.get("error") if isinstance(event, dict) else None
+    got = error.get("code") if isinstance(error, dict) else None
+    ctx.check(
+        got == "websocket_connection_limit_reached",
+        "lifetime.error",
+        f"the aged socket got {event.get('type') if event else 'a close'} (code {got!r})",
+    )
+    ctx.check(code is not None, "lifetime.close", "the socket was not closed after the error")
+
+
+@case(
+    "5.3.lifetime.close-code",
+    level="MAY",
+    category="errors",
+    title="the close after the lifetime error uses 1000 (final: the SDK does not reconnect)",
+    rules=("lifetime.close_code",),
+    requires=("lifetime",),
+)
+async def test_lifetime_close_code(ctx: CaseContext) -> None:
+    _, _, code = await aged_socket(ctx)
+    ctx.check(code == 1000, "lifetime.close_code", f"closed with {code}")
+
+
+async def oversize(ctx: CaseContext) -> tuple[Conn, str | None, int | None]:
+    """Send one message over the declared size: what came back (error type) and the close code."""
+    limit = ctx.profile.max_message_bytes
+    conn = await ctx.connect()
+    body = json.dumps({"type": "response.create", **ctx.body("x" * (limit + 1))})
+    try:
+        await conn.send_text(body)
+        timed = await conn.next_event()
+    except TargetClosed as exc:
+        return conn, None, exc.code
+    try:
+        code, _ = await conn.wait_closed()
+    except TargetTimeout:
+        code = None
+    return conn, timed.type, code
+
+
+@case(
+    "4.3.max-message.refused",
+    level="MUST",
+    category="errors",
+    title="a message over the declared size is refused: close 1009 or an error event",
+    rules=("limits.max_message", "ws.isolation"),
+    requires=("max_message",),
+)
+async def test_max_message(ctx: CaseContext) -> None:
+    _, answer, code = await oversize(ctx)
+    ctx.check(
+        answer == "error" or code is not None,
+        "limits.max_message",
+        f"the over-size message was answered with {answer}",
+    )
+    fresh = await ctx.connect()
+    ctx.expect_completed(await fresh.create(ctx.body()), "ws.isolation", "a fresh connection")
+
+
+@case(
+    "4.3.max-message.close-1009",
+    level="MAY",
+    category="errors",
+    title="the close after an over-size message uses 1009 (message too big)",
+    rules=("limits.max_message_code",),
+    requires=("max_message",),
+)
+async def test_max_message_code(ctx: CaseContext) -> None:
+    _, answer, code = await oversize(ctx)
+    ctx.check(code == 1009, "limits.max_message_code", f"answered {answer}, closed with {code}")

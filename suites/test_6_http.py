@@ -1,0 +1,272 @@
+"""HTTP / SSE parity: PROTOCOL.md §3.1. WebSocket mode reuses the SSE event model, so the same
+request over `POST /v1/responses` (stream:true) must follow the same grammar; non-streaming JSON,
+retrieval of stored responses and HTTP errors complete the picture."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from harness.conformance import bodies
+from harness.conformance.cases import case
+from harness.conformance.context import CaseContext
+from harness.protocol.accumulator import ResponseAccumulator
+
+STREAM_RULES = (
+    "seq.start",
+    "seq.contiguous",
+    "lifecycle.first_event",
+    "lifecycle.order",
+    "item.grammar",
+    "item.index_order",
+    "item.unknown_index",
+    "part.index_order",
+    "text.done_matches_deltas",
+    "arguments.done_matches_deltas",
+    "item.done_matches",
+    "event.schema",
+    "response.schema",
+    "response.id_stable",
+    "usage.present",
+    "terminal.unfinished_items",
+    "terminal.output_matches",
+)
+
+
+def shape(types: list[str]) -> list[str]:
+    """The event types with runs of the same delta collapsed: the stream's structure."""
+    return [t for t, _ in itertools.groupby(types)]
+
+
+def expect_sse_done(ctx: CaseContext, status: int, accumulator: ResponseAccumulator) -> None:
+    if status != 200:
+        ctx.fail("sse.content_type", f"the streaming POST answered HTTP {status}")
+    ctx.check(
+        accumulator.terminal_type == "response.completed",
+        "case.expectation",
+        f"the SSE stream ended with {accumulator.terminal_type or 'no terminal'}",
+    )
+
+
+@case(
+    "3.1.sse.content-type",
+    level="MUST",
+    category="http",
+    title="POST /responses with stream:true answers 200 text/event-stream",
+    rules=("sse.content_type",),
+    requires=("http",),
+)
+async def test_sse_content_type(ctx: CaseContext) -> None:
+    stream, _ = await ctx.sse(ctx.body())
+    ctx.check(stream.status == 200, "sse.content_type", f"HTTP {stream.status}")
+    ctx.check(
+        stream.content_type.startswith("text/event-stream"),
+        "sse.content_type",
+        f"content-type {stream.content_type!r}",
+    )
+
+
+@case(
+    "3.1.sse.grammar-text",
+    level="MUST",
+    category="http",
+    title="a text response over SSE follows the same grammar as over WebSocket",
+    rules=STREAM_RULES,
+    requires=("http",),
+)
+async def test_sse_text(ctx: CaseContext) -> None:
+    stream, accumulator = await ctx.sse(ctx.body())
+    expect_sse_done(ctx, stream.status, accumulator)
+
+
+@case(
+    "3.1.sse.grammar-function-call",
+    level="MUST",
+    category="http",
+    title="a function-call response over SSE follows the same grammar as over WebSocket",
+    rules=(*STREAM_RULES, "function_call.emitted"),
+    requires=("http",),
+)
+async def test_sse_function_call(ctx: CaseContext) -> None:
+    stream, accumulator = await ctx.sse(ctx.tool_body())
+    expect_sse_done(ctx, stream.status, accumulator)
+    ctx.check(bool(accumulator.function_calls()), "function_call.emitted", "no function call")
+
+
+@case(
+    "3.1.sse.event-name",
+    level="SHOULD",
+    category="http",
+    title="each SSE block's `event:` line names the type its data carries",
+    rules=("sse.event_name",),
+    requires=("http",),
+)
+async def test_sse_event_name(ctx: CaseContext) -> None:
+    stream, _ = await ctx.sse(ctx.body())
+    wrong = [
+        (name, timed.type)
+        for name, timed in zip(stream.event_names, stream.events, strict=True)
+        if name != timed.type
+    ]
+    ctx.check(not wrong, "sse.event_name", f"event: lines that differ from the type: {wrong[:3]}")
+
+
+@case(
+    "3.1.sse.no-done",
+    level="SHOULD",
+    category="http",
+    title="the SSE stream ends after the terminal event, without a [DONE] sentinel",
+    rules=("sse.no_done",),
+    requires=("http",),
+)
+async def test_sse_no_done(ctx: CaseContext) -> None:
+    stream, _ = await ctx.sse(ctx.body())
+    ctx.check(not stream.saw_done, "sse.no_done", "the stream carried data: [DONE]")
+    last = stream.events[-1].type if stream.events else None
+    ctx.check(
+        last in ("response.completed", "response.failed", "response.incomplete"),
+        "sse.no_done",
+        f"the stream's last event is {last}",
+    )
+
+
+@case(
+    "3.1.sse.sdk",
+    level="MUST",
+    category="http",
+    title="openai-python's parser and accumulator accept the SSE stream",
+    rules=("sdk.accumulate", "sdk.event_model"),
+    requires=("http",),
+)
+async def test_sse_sdk(ctx: CaseContext) -> None:
+    for body in (ctx.body(), ctx.tool_body()):
+        stream, _ = await ctx.sse(body)
+        ctx.sdk_check(stream.events)
+
+
+@case(
+    "3.1.sse.parity-with-ws",
+    level="SHOULD",
+    category="http",
+    title="the same request streams the same event structure over WebSocket and SSE",
+    rules=("parity.shape",),
+    requires=("http",),
+)
+async def test_parity(ctx: CaseContext) -> None:
+    body = ctx.tool_body()
+    conn = await ctx.connect()
+    ws = await conn.create(body)
+    ctx.expect_completed(ws, "case.expectation", "the WebSocket response")
+    stream, _ = await ctx.sse(body)
+    ws_shape = shape([t.type for t in ws.events])
+    sse_shape = shape([t.type for t in stream.events])
+    ctx.check(
+        ws_shape == sse_shape,
+        "parity.shape",
+        f"WebSocket {ws_shape} vs SSE {sse_shape}",
+    )
+
+
+@case(
+    "3.1.http.json",
+    level="MUST",
+    category="http",
+    title="POST /responses without stream returns the completed Response object as JSON",
+    rules=("http.json_response",),
+    requires=("http",),
+)
+async def test_http_json(ctx: CaseContext) -> None:
+    reply = await ctx.http().request("POST", "/responses", ctx.body())
+    payload: Any = reply.json()
+    ctx.check(reply.status == 200, "http.json_response", f"HTTP {reply.status}")
+    if not isinstance(payload, dict):
+        ctx.fail("http.json_response", "the body is not a JSON object")
+    ctx.check(payload.get("object") == "response", "http.json_response", "object is not 'response'")
+    ctx.check(
+        payload.get("status") == "completed", "http.json_response", f"{payload.get('status')}"
+    )
+    ctx.check(bool(payload.get("output")), "http.json_response", "output is empty")
+    usage = payload.get("usage") or {}
+    ctx.check("total_tokens" in usage, "http.json_response", "no usage")
+
+
+async def retrieve_and_compare(ctx: CaseContext, response_id: str, output_ids: list[Any]) -> None:
+    reply = await ctx.http().request("GET", f"/responses/{response_id}")
+    payload: Any = reply.json()
+    if reply.status != 200 or not isinstance(payload, dict):
+        ctx.fail("http.retrieve", f"GET /responses/{response_id} answered HTTP {reply.status}")
+    ctx.check(payload.get("id") == response_id, "http.retrieve", f"id {payload.get('id')!r}")
+    ctx.check(payload.get("status") == "completed", "http.retrieve", f"{payload.get('status')}")
+    got = [i.get("id") for i in payload.get("output") or [] if isinstance(i, dict)]
+    ctx.check(got == output_ids, "http.retrieve", f"output ids {got}, streamed {output_ids}")
+
+
+@case(
+    "3.1.http.retrieve-ws-stored",
+    level="MUST",
+    category="http",
+    title="GET /responses/{id} returns a store=true response created over WebSocket",
+    rules=("http.retrieve",),
+    requires=("http", "store"),
+)
+async def test_retrieve_ws(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    exchange = await conn.create(ctx.body(store=True))
+    final = ctx.expect_completed(exchange, "case.expectation")
+    ids = [i.get("id") for i in final.get("output") or []]
+    await retrieve_and_compare(ctx, str(exchange.response_id), ids)
+
+
+@case(
+    "3.1.http.retrieve-http-stored",
+    level="MUST",
+    category="http",
+    title="GET /responses/{id} returns a store=true response created over HTTP",
+    rules=("http.retrieve",),
+    requires=("http", "store"),
+)
+async def test_retrieve_http(ctx: CaseContext) -> None:
+    reply = await ctx.http().request("POST", "/responses", ctx.body(store=True))
+    payload: Any = reply.json()
+    if reply.status != 200 or not isinstance(payload, dict):
+        ctx.fail("http.json_response", f"POST /responses answered HTTP {reply.status}")
+    ids = [i.get("id") for i in payload.get("output") or [] if isinstance(i, dict)]
+    await retrieve_and_compare(ctx, str(payload.get("id")), ids)
+
+
+@case(
+    "3.1.http.error-shape",
+    level="MUST",
+    category="http",
+    title="an HTTP error is a 4xx with {error: {type, code, message, param}} (not found: 400)",
+    rules=("http.error_shape",),
+    requires=("http",),
+)
+async def test_http_error(ctx: CaseContext) -> None:
+    body = ctx.body([bodies.user_message("hi")], previous_response_id="resp_wsmode_does_not_exist")
+    reply = await ctx.http().request("POST", "/responses", body)
+    payload: Any = reply.json()
+    ctx.check(reply.status == 400, "http.error_shape", f"HTTP {reply.status}")
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict):
+        ctx.fail("http.error_shape", f"the body has no error object: {reply.body[:200]!r}")
+    missing = [k for k in ("type", "code", "message", "param") if k not in error]
+    ctx.check(not missing, "http.error_shape", f"error object lacks {missing}")
+    ctx.check(
+        error.get("code") == "previous_response_not_found",
+        "http.error_shape",
+        f"code {error.get('code')!r}",
+    )
+
+
+@case(
+    "3.1.http.auth",
+    level="MUST",
+    category="http",
+    title="an HTTP request without a valid key gets 401",
+    rules=("http.auth",),
+    requires=("http", "auth"),
+)
+async def test_http_auth(ctx: CaseContext) -> None:
+    reply = await ctx.http(auth="wrong").request("POST", "/responses", ctx.body())
+    ctx.check(reply.status == 401, "http.auth", f"HTTP {reply.status} with a wrong key")
