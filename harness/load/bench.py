@@ -628,6 +628,7 @@ def build_result(run: BenchRun) -> dict[str, Any]:
                 "share": _r(a.share, 4),
                 "ttft_p50_ms": _r(a.ttft_p50_ms),
                 "ttft_delta_ms": _r(a.ttft_delta_ms),
+                "turn_delta_ms_median": _r(a.turn_delta_ms),
                 "pairs": a.pairs,
             }
             for a in analysis["ablation"]
@@ -724,15 +725,20 @@ def format_analysis(result: Mapping[str, Any]) -> str:
         )
         lines.append(
             f"  {'optimization':<20}{'variant':<26}{'+ms/rollout':>12}{'share':>8}"
-            f"{'TTFT p50':>10}{'ΔTTFT':>9}"
+            f"{'+ms/turn (median)':>19}{'TTFT p50':>10}{'ΔTTFT':>9}"
         )
         for a in ablation:
             share = f"{100 * a['share']:.0f}%" if a["share"] is not None else "-"
             lines.append(
                 f"  {a['optimization']:<20}{a['variant']:<26}"
                 f"{_fmt(a['slowdown_ms_per_rollout'], 0):>12}{share:>8}"
+                f"{_fmt(a.get('turn_delta_ms_median')):>19}"
                 f"{_fmt(a['ttft_p50_ms']):>10}{_fmt(a['ttft_delta_ms']):>9}"
             )
+        lines.append(
+            "  (+ms/rollout: mean paired model-side time added, which the share uses; "
+            "+ms/turn: median paired turn e2e difference, robust to scheduling noise)"
+        )
     stages = analysis.get("stages_ms", {})
     if any(stages.values()):
         names = sorted({k for v in stages.values() for k in v})

@@ -222,6 +222,7 @@ class AblationRow:
     ttft_p50_ms: float | None
     ttft_delta_ms: float | None  # p50 TTFT change vs ws
     pairs: int
+    turn_delta_ms: float | None = None  # median paired per-turn e2e difference vs ws (robust)
 
 
 def ablation_rows(
@@ -238,6 +239,7 @@ def ablation_rows(
     rows = []
     for variant, flag in flags.items():
         slow, n = _mean_saving(rollouts, variant, reference)
+        turn_deltas = [a - b for a, b in paired_turns(samples, variant, reference)]
         ttft = _ok_values(samples, variant, "ttft_ms")
         p50 = stats.median(ttft) if ttft else None
         rows.append(
@@ -249,9 +251,29 @@ def ablation_rows(
                 p50,
                 p50 - ref_p50 if p50 is not None and ref_p50 is not None else None,
                 n,
+                statistics.median(turn_deltas) if turn_deltas else None,
             )
         )
     return rows
+
+
+def paired_turns(
+    samples: Iterable[Mapping[str, Any]], mode: str, baseline: str, key: str = "turn_e2e_ms"
+) -> list[tuple[float, float]]:
+    """(mode value, baseline value) of the same turn of the same replay (n-th occurrence)."""
+    values: dict[tuple[str, str, int], list[float | None]] = defaultdict(list)
+    for s in samples:
+        value = s.get(key) if s.get("ok") else None
+        ident = (str(s.get("mode")), str(s.get("rollout_id")), int(s.get("turn_index", -1)))
+        values[ident].append(float(value) if isinstance(value, int | float) else None)
+    out = []
+    for (m, rid, turn), cur in values.items():
+        if m != mode:
+            continue
+        for a, b in zip(cur, values.get((baseline, rid, turn), []), strict=False):
+            if a is not None and b is not None:
+                out.append((a, b))
+    return out
 
 
 def stage_means(samples: Iterable[Mapping[str, Any]], mode: str) -> dict[str, float]:

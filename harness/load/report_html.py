@@ -334,6 +334,7 @@ def render_report(result: Mapping[str, Any]) -> str:
                     "variant",
                     "+ms / rollout",
                     "share of http→ws",
+                    "+ms / turn (median)",
                     "TTFT p50",
                     "ΔTTFT",
                 ],
@@ -343,6 +344,7 @@ def render_report(result: Mapping[str, Any]) -> str:
                         a["variant"],
                         a["slowdown_ms_per_rollout"],
                         _pct(a["share"]),
+                        a.get("turn_delta_ms_median"),
                         a["ttft_p50_ms"],
                         a["ttft_delta_ms"],
                     ]

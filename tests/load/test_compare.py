@@ -94,3 +94,15 @@ def test_ablation_rows_measure_each_flag_against_ws() -> None:
     assert row.slowdown_ms == pytest.approx(100.0)
     assert row.share == pytest.approx(0.25)
     assert row.ttft_delta_ms == pytest.approx(30.0)
+
+
+def test_paired_turns_match_rollout_and_turn_index() -> None:
+    from harness.load.compare import paired_turns
+
+    samples = [
+        {"mode": "ws", "rollout_id": "a", "turn_index": 0, "turn_e2e_ms": 10.0, "ok": True},
+        {"mode": "ws", "rollout_id": "a", "turn_index": 1, "turn_e2e_ms": 20.0, "ok": True},
+        {"mode": "x", "rollout_id": "a", "turn_index": 1, "turn_e2e_ms": 25.0, "ok": True},
+        {"mode": "x", "rollout_id": "a", "turn_index": 0, "turn_e2e_ms": 99.0, "ok": False},
+    ]
+    assert paired_turns(samples, "x", "ws") == [(25.0, 20.0)]
