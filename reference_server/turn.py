@@ -90,7 +90,7 @@ class TurnRunner:
 
     async def run(self, request: CreateRequest, ctx: TurnContext, send: Send) -> TurnOutcome:
         """Run one response; raises RequestRefused for request-scoped errors."""
-        seed_material = _seed_material(request, ctx)
+        seed_material = _seed_material(request)
         stages = StageLog(self.services.profile, self.services.engine.rng(seed_material, "stages"))
         kib = ctx.request_bytes / 1024
         stages.charge("transfer", kib)
@@ -567,11 +567,17 @@ def _usage(prompt_tokens: int, cached_tokens: int, plan: GenerationPlan) -> dict
     }
 
 
-def _seed_material(request: CreateRequest, ctx: TurnContext) -> str:
-    """Stable per request content, so a replay of the same trace plans the same output."""
-    digest = hashlib.sha256(json.dumps(request.input, sort_keys=True, default=str).encode())
+def _seed_material(request: CreateRequest) -> str:
+    """What seeds a turn's random draws (content, jitter, bursts), the same on every transport.
+
+    A scripted turn is identified by its script, anything else by its newest input item: never
+    by the whole input, which differs between a WebSocket continuation (new items only) and its
+    stateless HTTP twin (full history), so paired replays get identical draws.
+    """
     seed = request.seed if request.seed is not None else 0
-    return f"{seed}:{request.model}:{request.previous_response_id is not None}:{digest.hexdigest()}"
+    basis: Any = request.script if request.script is not None else request.input[-1:]
+    digest = hashlib.sha256(json.dumps(basis, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{seed}:{request.model}:{digest}"
 
 
 def _tokens_of(rendering: Rendering, last_n_items: int) -> int:
