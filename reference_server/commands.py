@@ -67,7 +67,7 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--send-stall-timeout-s", type=float, default=10.0)
     parser.add_argument("--max-message-bytes", type=int, default=4 * 1024 * 1024)
-    parser.add_argument("--context-window", type=int, default=128_000, help="tokens")
+    parser.add_argument("--context-window", type=int, default=200_000, help="tokens")
     parser.add_argument(
         "--disable",
         action="append",

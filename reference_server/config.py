@@ -55,7 +55,7 @@ class Limits:
     max_lanes: int = 32  # distinct named lanes (stream_id) per connection
     max_connections: int = 1024
     max_connections_per_key: int = 64
-    context_window_tokens: int = 128_000
+    context_window_tokens: int = 200_000  # RELIABILITY.md says 128k: see the server README
     max_output_tokens: int = 32_000
     drain_timeout_s: float = 10.0  # SIGTERM: finish in-flight responses, then close 1001
 
