@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.protocol.requests import CreateRequest
 from reference_server.pipeline.render import Rendering
 from reference_server.pipeline.safety import SafetyState
 from reference_server.pipeline.validate import ValidationState
@@ -44,6 +45,8 @@ class Conversation:
     items: tuple[dict[str, Any], ...]  # the chain: every input and output item, in order
     tools: tuple[dict[str, Any], ...]
     rendering: Rendering  # the rendered items (not the per-turn instructions/tools prefix)
+    instructions: str | None  # this turn's instructions (not inherited; kept to reuse `prefix`)
+    prefix: tuple[int, ...]  # rendered instructions + tools of this turn
     prefix_root: int  # key of the instructions/tools prefix the item keys chain from
     item_keys: tuple[int, ...]  # chained prefix key per rendered item (see PrefixCache)
     validation: ValidationState
@@ -56,6 +59,14 @@ class Conversation:
     @property
     def response_id(self) -> str:
         return str(self.response["id"])
+
+    def prefix_matches(self, request: CreateRequest) -> bool:
+        """True when the request resends this turn's instructions and tools unchanged."""
+        return (
+            self.prefix_root != 0
+            and request.instructions == self.instructions
+            and request.tools == self.tools
+        )
 
 
 def chain_keys(

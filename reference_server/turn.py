@@ -75,11 +75,15 @@ class _Prepared:
     validation: ValidationState
     safety: SafetyState
     rendering: Rendering
+    prefix: tuple[int, ...]
     prefix_root: int
     item_keys: tuple[int, ...]
     prompt_tokens: int
-    prefix_tokens: int
     route: Route
+
+    @property
+    def prefix_tokens(self) -> int:
+        return len(self.prefix)
 
 
 class TurnRunner:
@@ -140,14 +144,19 @@ class TurnRunner:
                 safety, verdict = classify_input(SafetyState.initial(), (*history, *new_items))
 
         with stages.measure("tokenize"):
-            prefix = render_prefix(request.instructions, request.tools)
-            if parent is not None and self.optimizations.render_cache:
+            reuse = parent is not None and self.optimizations.render_cache
+            if reuse and parent is not None and parent.prefix_matches(request):
+                # Instructions and tools are resent every turn; unchanged, their tokens are too.
+                prefix, root, rendered_tokens = parent.prefix, parent.prefix_root, 0
+            else:
+                prefix = render_prefix(request.instructions, request.tools)
+                root, rendered_tokens = hash((ctx.tenant, prefix)), len(prefix)
+            if reuse and parent is not None:
                 rendering = parent.rendering.append(new_items)
-                rendered_tokens = len(prefix) + rendering.token_count - parent.rendering.token_count
+                rendered_tokens += rendering.token_count - parent.rendering.token_count
             else:
                 rendering = render_full((*history, *new_items))
-                rendered_tokens = len(prefix) + rendering.token_count
-            root = hash((ctx.tenant, prefix))
+                rendered_tokens += rendering.token_count
             if (
                 parent is not None
                 and self.optimizations.render_cache
@@ -184,17 +193,17 @@ class TurnRunner:
                 route = resolve_route(request.model, ctx.tenant)
                 stages.charge("routing", 1)
         return _Prepared(
-            parent,
-            resolution,
-            (*history, *new_items),
-            validation,
-            safety,
-            rendering,
-            root,
-            keys,
-            prompt_tokens,
-            len(prefix),
-            route,
+            parent=parent,
+            resolution=resolution,
+            items=(*history, *new_items),
+            validation=validation,
+            safety=safety,
+            rendering=rendering,
+            prefix=prefix,
+            prefix_root=root,
+            item_keys=keys,
+            prompt_tokens=prompt_tokens,
+            route=route,
         )
 
     async def _resolve(
@@ -241,6 +250,8 @@ class TurnRunner:
             items=items,
             tools=tuple(response.get("tools") or ()),
             rendering=rendering,
+            instructions=None,
+            prefix=(),
             prefix_root=0,
             item_keys=(),
             validation=validation,
@@ -461,6 +472,8 @@ class TurnRunner:
             items=(*prepared.items, *output_items),
             tools=request.tools,
             rendering=prepared.rendering.append(output_items),
+            instructions=request.instructions,
+            prefix=prepared.prefix,
             prefix_root=prepared.prefix_root,
             item_keys=(),
             validation=prepared.validation.with_output(output_items),

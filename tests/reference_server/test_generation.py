@@ -11,7 +11,7 @@ from harness.transport.ws import WsClient
 from reference_server.app import ReferenceServer
 from reference_server.config import Optimizations
 
-from .conftest import ServerFactory, run, user
+from .conftest import TOOLS, ServerFactory, run, user
 
 
 def turns(
@@ -90,7 +90,15 @@ def test_scripted_output_is_reproduced_exactly(server: ReferenceServer) -> None:
 CHAIN = [
     {"model": "m", "input": [user("fix the bug in parser.py")], "instructions": "Be brief."},
     {"model": "m", "input": [user("now run the tests")], "instructions": "Be brief."},
-    {"model": "m", "input": [user("and commit")], "instructions": "Be brief."},
+    # changed instructions and tools: the cached prefix must not be reused
+    {"model": "m", "input": [user("and commit")], "instructions": "Be thorough.", "tools": TOOLS},
+    {
+        "model": "m",
+        "input": [user("push it")],
+        "instructions": "Be thorough.",
+        "tools": TOOLS,
+        "tool_choice": "none",
+    },
 ]
 
 
