@@ -53,7 +53,9 @@ def case(
     )
 
     def decorate(function: F) -> F:
-        owner = f"{function.__module__}.{function.__qualname__}"
+        code = getattr(function, "__code__", None)
+        where = code.co_filename if code is not None else function.__module__
+        owner = f"{where}:{function.__qualname__}"  # the same file imported twice is fine
         if _OWNERS.setdefault(case_id, owner) != owner:
             raise ValueError(f"duplicate case id {case_id!r} (also on {_OWNERS[case_id]})")
         CATALOG[case_id] = meta

@@ -1,0 +1,93 @@
+"""Every case of the suites, without running pytest: for docs and for checks on the docs.
+
+`load_suites()` imports `suites/test_*.py` (which fills `cases.CATALOG`), `case_table()` renders
+the list as Markdown and `count_table()` the cases per category and level; `python -m
+harness.conformance.catalog --write suites/README.md` refreshes both blocks in the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from harness.conformance.cases import CATALOG
+from harness.conformance.model import CATEGORIES, LEVELS, CaseMeta
+
+SUITES_DIR: Final = Path(__file__).resolve().parents[2] / "suites"
+START: Final = "<!-- cases:start -->"
+END: Final = "<!-- cases:end -->"
+
+
+def load_suites(suites_dir: Path = SUITES_DIR) -> list[CaseMeta]:
+    """Import each suite module (once) and return its cases in file order."""
+    found: list[CaseMeta] = []
+    for path in sorted(suites_dir.glob("test_*.py")):
+        name = f"wsmode_suites.{path.stem}"
+        module = sys.modules.get(name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        for value in vars(module).values():
+            meta = getattr(value, "wsmode_case", None)
+            if isinstance(meta, CaseMeta) and meta not in found:
+                found.append(meta)
+    return found
+
+
+def count_table(cases: Sequence[CaseMeta]) -> str:
+    counts = Counter((c.category, c.level) for c in cases)
+    lines = ["| category | MUST | SHOULD | MAY | total |", "|---|---|---|---|---|"]
+    for category, title in CATEGORIES.items():
+        row = [counts[(category, level)] for level in LEVELS]
+        lines.append(f"| {title} | " + " | ".join(map(str, row)) + f" | {sum(row)} |")
+    totals = [sum(counts[(c, level)] for c in CATEGORIES) for level in LEVELS]
+    lines.append("| **all** | " + " | ".join(map(str, totals)) + f" | {sum(totals)} |")
+    return "\n".join(lines) + "\n"
+
+
+def case_table(cases: Sequence[CaseMeta]) -> str:
+    lines: list[str] = []
+    for category, title in CATEGORIES.items():
+        members = [c for c in cases if c.category == category]
+        lines += [f"\n**{title}**\n", "| id | level | expectation | needs |", "|---|---|---|---|"]
+        for meta in members:
+            needs = ", ".join(meta.requires) or ""
+            lines.append(f"| `{meta.id}` | {meta.level} | {meta.title} | {needs} |")
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def render(cases: Sequence[CaseMeta]) -> str:
+    return count_table(cases) + "\n" + case_table(cases)
+
+
+def write(path: Path, block: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"{path}: no {START} ... {END} block")
+    path.write_text(text[: start + len(START)] + "\n" + block + text[end:], encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.conformance.catalog")
+    parser.add_argument("--write", type=Path, default=None, metavar="README")
+    args = parser.parse_args(argv)
+    block = render(load_suites())
+    if args.write is None:
+        print(block)
+    else:
+        write(args.write, block)
+        print(f"wrote {args.write} ({len(CATALOG)} cases)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

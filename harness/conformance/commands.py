@@ -1,0 +1,151 @@
+"""`wsmode certify`: run the conformance suites (pytest) against targets, or merge reports.
+
+    wsmode certify                                   # the embedded reference server
+    wsmode certify --target ws://HOST:PORT/v1/responses [--http-target URL] [--api-key KEY]
+                   [--target-profile FILE] [--strict]
+    wsmode certify --target-profile a.toml --target-profile b.toml   # several targets: a matrix
+    wsmode certify --fault cache-fifo                # the reference server with a fault on
+    wsmode certify --merge r1/report.json r2/report.json [--out DIR] # one matrix from reports
+
+Exit status: 0 when every MUST case passed (and every SHOULD with --strict), 1 otherwise,
+2 for usage errors. Reports go to <results>/certify/<target>/<timestamp>/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import Any
+
+SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "certify",
+        help="run the conformance suites against a target (default: the reference server)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=main)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="WebSocket URL (repeatable); default: the embedded reference server",
+    )
+    parser.add_argument("--http-target", action="append", default=[], metavar="URL")
+    parser.add_argument("--api-key", action="append", default=[], metavar="KEY")
+    parser.add_argument(
+        "--target-profile",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="target profile TOML (repeatable; see suites/targets/)",
+    )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run the embedded reference server with this fault on (repeatable)",
+    )
+    parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run too")
+    parser.add_argument("--event-timeout", type=float, default=None, metavar="S")
+    parser.add_argument("--case-timeout", type=float, default=None, metavar="S")
+    parser.add_argument("--results", default="results", metavar="DIR", help="results root")
+    parser.add_argument("--label", default="certify")
+    parser.add_argument("--no-report", action="store_true", help="write no report files")
+    parser.add_argument("-k", dest="keyword", default=None, metavar="EXPR", help="pytest -k")
+    parser.add_argument("--suites", type=Path, default=SUITES_DIR, help="the suites directory")
+    parser.add_argument("-v", "--verbose", action="store_true", help="one line per case")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        default=None,
+        metavar="REPORT",
+        help="render one cases × implementations matrix from report.json files (no run)",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="--merge: output directory")
+
+
+def pytest_arguments(args: argparse.Namespace) -> list[str]:
+    targets = list(args.target)
+    if args.fault:
+        if any(not t.startswith("embedded") for t in targets):
+            raise ValueError("--fault applies to the embedded reference server only")
+        faults = ",".join(args.fault)
+        targets = [f"embedded:{faults}"] if not targets else [f"{t}:{faults}" for t in targets]
+    argv = [str(args.suites), "-p", "no:cacheprovider", "-v" if args.verbose else "-q"]
+    for option, values in (
+        ("--target", targets),
+        ("--http-target", args.http_target),
+        ("--api-key", args.api_key),
+        ("--target-profile", args.target_profile),
+    ):
+        for value in values:
+            argv += [option, str(value)]
+    if args.strict:
+        argv.append("--wsmode-strict")
+    if args.event_timeout is not None:
+        argv += ["--event-timeout", str(args.event_timeout)]
+    if args.case_timeout is not None:
+        argv += ["--case-timeout", str(args.case_timeout)]
+    if args.no_report:
+        argv.append("--wsmode-no-report")
+    argv += ["--wsmode-results", str(args.results), "--wsmode-label", args.label]
+    if args.keyword:
+        argv += ["-k", args.keyword]
+    return argv
+
+
+def merge(paths: list[str], out: Path | None, results_root: str) -> int:
+    from harness.conformance.reports import render_matrix_markdown, terminal_matrix, write_matrix
+    from harness.report.schema import ResultsSchemaError, load_result
+
+    results = []
+    for path in paths:
+        try:
+            result = load_result(path)
+        except ResultsSchemaError as exc:
+            print(f"wsmode certify --merge: {exc}", file=sys.stderr)
+            return 2
+        if result["kind"] != "certify":
+            print(f"wsmode certify --merge: {path} is a {result['kind']} result", file=sys.stderr)
+            return 2
+        results.append(result)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    directory = out or Path(results_root) / "certify" / "_matrix" / stamp
+    written = write_matrix(directory, results)
+    print(render_matrix_markdown(results))
+    print(terminal_matrix(results))
+    for kind, written_path in written.items():
+        print(f"  {kind:<6}{written_path}")
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.merge:
+        return merge(list(args.merge), args.out, args.results)
+    try:
+        import pytest
+    except ImportError:
+        print("wsmode certify needs pytest: pip install 'wsmode[test]'", file=sys.stderr)
+        return 2
+    if not Path(args.suites).is_dir():
+        print(f"wsmode certify: no suites directory at {args.suites}", file=sys.stderr)
+        return 2
+    try:
+        argv = pytest_arguments(args)
+    except ValueError as exc:
+        print(f"wsmode certify: {exc}", file=sys.stderr)
+        return 2
+    code = int(pytest.main(argv))
+    return code if code in (0, 1) else 2

@@ -1,0 +1,146 @@
+"""Tiny misbehaving WebSocket-mode servers on 127.0.0.1 for the harness's own tests.
+
+`CannedServer(mode)` answers every `response.create` with one fixed text response, and in each
+mode breaks something: it stalls, sends garbage, closes, sends a binary frame, or (mode "ok")
+behaves. It runs its own event loop in a thread so a `pytest suites` subprocess can use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from websockets.asyncio.server import ServerConnection, serve
+
+MODES = ("ok", "stall", "garbage", "close", "binary", "usage-in-created", "no-answer")
+
+
+def canned_events(response_id: str, text: str = "Hello there.") -> list[dict[str, Any]]:
+    base = {
+        "id": response_id,
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "status": "in_progress",
+        "model": "canned",
+        "output": [],
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": None,
+    }
+    item_id = "msg_canned"
+    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    done_part = {**part, "text": text}
+    item = {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant"}
+    done_item = {**item, "status": "completed", "content": [done_part]}
+    usage = {
+        "input_tokens": 5,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 3,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 8,
+    }
+    ids = {"item_id": item_id, "output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": base},
+        {"type": "response.in_progress", "response": base},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}},
+        {"type": "response.content_part.added", **ids, "part": part},
+        {"type": "response.output_text.delta", **ids, "delta": text, "logprobs": []},
+        {"type": "response.output_text.done", **ids, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **ids, "part": done_part},
+        {"type": "response.output_item.done", "output_index": 0, "item": done_item},
+        {
+            "type": "response.completed",
+            "response": {**base, "status": "completed", "output": [done_item], "usage": usage},
+        },
+    ]
+    for seq, event in enumerate(events):
+        event["sequence_number"] = seq
+    return events
+
+
+class CannedServer:
+    def __init__(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(mode)
+        self.mode = mode
+        self.port = 0
+        self.counter = 0
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/v1/responses"
+
+    async def handler(self, ws: ServerConnection) -> None:
+        async for message in ws:
+            try:
+                frame = json.loads(message)
+            except ValueError:
+                await ws.send(json.dumps({"type": "error", "status": 400, "error": _err("bad")}))
+                continue
+            if frame.get("type") != "response.create":
+                await ws.send(json.dumps({"type": "error", "status": 400, "error": _err("type")}))
+                continue
+            self.counter += 1
+            events = canned_events(f"resp_canned{self.counter}")
+            if self.mode == "usage-in-created":
+                events[0]["response"] = {**events[0]["response"], "usage": {"total_tokens": 0}}
+            if self.mode == "no-answer":
+                continue
+            for index, event in enumerate(events):
+                if index == 2 and self.mode == "stall":
+                    await asyncio.sleep(3600)
+                if index == 2 and self.mode == "garbage":
+                    await ws.send("this is {not json")
+                    break
+                if index == 2 and self.mode == "close":
+                    await ws.close(1011, "canned close")
+                    return
+                if index == 2 and self.mode == "binary":
+                    await ws.send(b"\x00\x01binary")
+                    break
+                await ws.send(json.dumps(event))
+
+
+def _err(code: str) -> dict[str, Any]:
+    return {"type": "invalid_request_error", "code": code, "message": code, "param": None}
+
+
+@contextmanager
+def running(mode: str) -> Iterator[CannedServer]:
+    """Start a CannedServer on a free loopback port in a thread; stop it afterwards."""
+    server = CannedServer(mode)
+    ready = threading.Event()
+    stop: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with serve(server.handler, "127.0.0.1", 0, compression=None) as ws_server:
+            server.port = next(iter(ws_server.sockets)).getsockname()[1]
+            stop["event"] = asyncio.Event()
+            stop["loop"] = asyncio.get_running_loop()
+            ready.set()
+            await stop["event"].wait()
+            ws_server.close(close_connections=False)
+            for connection in list(ws_server.connections):
+                connection.transport.abort()
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    thread.start()
+    if not ready.wait(10):
+        raise RuntimeError("canned server did not start")
+    try:
+        yield server
+    finally:
+        stop["loop"].call_soon_threadsafe(stop["event"].set)
+        thread.join(10)

@@ -1,0 +1,58 @@
+"""Teeth: the suites pass the clean reference server and catch every opt-in fault.
+
+One run certifies the clean server and one server per fault of reference_server/faults.py, in
+parallel subprocesses (harness/conformance/killmatrix.py). Every MUST and SHOULD case must pass
+on the clean server; with a fault on, the cases in `EXPECTED[fault]` must FAIL.
+`WSMODE_WRITE_KILL_MATRIX=1` also rewrites the table in suites/README.md from this run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.conformance.catalog import load_suites
+from harness.conformance.killmatrix import (
+    END_MARK,
+    EXPECTED,
+    START_MARK,
+    check_matrix,
+    render_table,
+    run_matrix,
+    write_table,
+)
+from reference_server.faults import ALL_FAULTS
+
+README = Path(__file__).resolve().parents[2] / "suites" / "README.md"
+
+
+def test_every_fault_has_catchers_that_exist() -> None:
+    assert set(EXPECTED) == set(ALL_FAULTS)
+    case_ids = {meta.id for meta in load_suites()}
+    for fault, catchers in EXPECTED.items():
+        assert catchers, fault
+        assert set(catchers) <= case_ids, (fault, set(catchers) - case_ids)
+
+
+def test_readme_table_covers_every_fault() -> None:
+    text = README.read_text(encoding="utf-8")
+    block = text[text.index(START_MARK) : text.index(END_MARK)]
+    for fault, catchers in EXPECTED.items():
+        row = next((line for line in block.splitlines() if line.startswith(f"| `{fault}` |")), "")
+        assert row, f"suites/README.md has no kill-matrix row for {fault}: regenerate it"
+        for case_id in catchers:
+            assert f"`{case_id}`" in row, (fault, case_id)
+
+
+@pytest.mark.timeout(900)
+def test_kill_matrix(tmp_path: Path) -> None:
+    jobs = (os.cpu_count() or 2) + 1
+    run = run_matrix(jobs=jobs, workdir=tmp_path)
+    if os.environ.get("WSMODE_WRITE_KILL_MATRIX"):
+        write_table(README, render_table(run))
+    assert check_matrix(run) == []
+    clean = run.results["reference"]["certify"]
+    assert clean["summary"]["must_passed"] == clean["summary"]["must_total"] > 0
+    assert clean["summary"]["should_passed"] == clean["summary"]["should_total"] > 0

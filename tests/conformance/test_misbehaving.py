@@ -1,0 +1,85 @@
+"""A target that stalls, closes, or sends garbage gets FAIL with its wire log; the run goes on.
+
+Each test starts a tiny misbehaving server on 127.0.0.1 (tests/conformance/servers.py) and runs
+a few suite cases against it in a subprocess, exactly as `pytest suites --target` would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conformance.servers import running
+
+# Generic cases (no capability needed), each sending at least one create.
+SELECTION = "test_upgrade or test_seq_from_zero or test_text_grammar or test_ping"
+CASES = ("1.handshake.upgrade", "3.3.order.seq-from-zero", "3.3.lifecycle.text", "1.ws.ping")
+FAST = ("--event-timeout", "0.5", "--case-timeout", "10")
+
+
+@pytest.mark.parametrize(
+    ("mode", "rule", "evidence"),
+    [
+        ("stall", "transport.stall", "no frame within"),
+        ("no-answer", "transport.stall", "no frame within"),
+        ("garbage", "transport.garbage", "this is {not json"),
+        ("close", "transport.closed", "code 1011"),
+        ("binary", "transport.garbage", "0x0001"),
+    ],
+)
+def test_misbehaving_target_fails_with_wire_log(
+    suites: Any, mode: str, rule: str, evidence: str
+) -> None:
+    with running(mode) as server:
+        run = suites("--target", server.url, "-k", SELECTION, *FAST)
+    assert run.returncode == 1, run.output
+    cases = run.cases()
+    assert set(cases) == set(CASES), "every selected case ran and has a verdict"
+    for case_id in CASES:
+        case = cases[case_id]
+        assert case["verdict"] == "FAIL", (case_id, case["detail"])
+        assert rule in case["rule_ids"], (case_id, case["rule_ids"])
+        log = case["wire_log"]
+        assert any(e["dir"] == "send" and e["kind"] == "text" for e in log)
+        assert any(evidence in e["data"] for e in log), (case_id, log)
+        assert all(isinstance(e["t_ms"], float | int) for e in log)
+
+
+def test_conformant_canned_target_passes_and_undeclared_is_unimplemented(suites: Any) -> None:
+    selection = f"{SELECTION} or test_reasoning_grammar or test_lifetime or test_http_json"
+    with running("ok") as server:
+        run = suites("--target", server.url, "-k", selection, *FAST)
+    assert run.returncode == 0, run.output
+    cases = run.cases()
+    for case_id in CASES:
+        assert cases[case_id]["verdict"] == "PASS", cases[case_id]["detail"]
+    for case_id in ("3.3.lifecycle.reasoning", "5.3.lifetime.limit-reached", "3.1.http.json"):
+        assert cases[case_id]["verdict"] == "UNIMPLEMENTED"
+        assert "declared" in cases[case_id]["detail"]
+
+
+def test_should_failure_is_non_strict_unless_strict(suites: Any) -> None:
+    with running("usage-in-created") as server:
+        lenient = suites("--target", server.url, "-k", "test_created_snapshot", *FAST)
+        strict = suites(
+            "--target", server.url, "-k", "test_created_snapshot", "--wsmode-strict", *FAST
+        )
+    assert lenient.returncode == 0, lenient.output
+    assert lenient.cases()["3.3.lifecycle.created-snapshot"]["verdict"] == "NON-STRICT"
+    assert strict.returncode == 1, strict.output
+    assert strict.cases()["3.3.lifecycle.created-snapshot"]["verdict"] == "NON-STRICT"
+
+
+def test_several_targets_render_one_matrix(suites: Any) -> None:
+    with running("ok") as good, running("stall") as bad:
+        run = suites("--target", good.url, "--target", bad.url, "-k", "test_upgrade", *FAST)
+    assert run.returncode == 1
+    assert len(run.reports) == 2
+    matrix = list(run.root.glob("certify/_matrix/*/matrix.md"))
+    assert len(matrix) == 1
+    text = matrix[0].read_text(encoding="utf-8")
+    assert f"127.0.0.1:{good.port}" in text and f"127.0.0.1:{bad.port}" in text
+    row = next(line for line in text.splitlines() if "1.handshake.upgrade" in line)
+    assert "PASS" in row and "FAIL" in row
+    assert "cases × implementations" in run.output
