@@ -50,7 +50,6 @@ async def test_sdk_headers(ctx: CaseContext) -> None:
         "Content-Type": "application/json",
         "X-Stainless-Lang": "python",
         "X-Stainless-Package-Version": "3.57.0",
-        "OpenAI-Organization": "org-wsmode",
     }
     conn = await ctx.connect(extra_headers=headers)
     ctx.expect_completed(await conn.create(ctx.body()), "handshake.upgrade")

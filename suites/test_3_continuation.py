@@ -110,7 +110,10 @@ async def test_store_false_after_reconnect(ctx: CaseContext) -> None:
     second = await ctx.connect()
     exchange = await follow_up(ctx, second, parent)
     ctx.expect_request_error(exchange, "cache.store_false_miss", code=NOT_FOUND)
-    output = parent_exchange.items()
+    # Replay the parent's output as plain input items (no ids: nothing was stored).
+    output = [
+        {k: v for k, v in i.items() if k not in ("id", "status")} for i in parent_exchange.items()
+    ]
     full = [bodies.user_message(bodies.SHORT_PROMPT), *output, bodies.user_message("Go on.")]
     recovered = await second.create(ctx.body(full, previous_response_id=None))
     ctx.expect_completed(recovered, "continuation.works", "the full-context retry")

@@ -143,6 +143,14 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except ProfileError as exc:
         raise pytest.UsageError(str(exc)) from None
+    faults = {f for t in targets for f in t.faults}
+    if faults:
+        from reference_server.faults import check_fault_names
+
+        try:
+            check_fault_names(faults)
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
     root = (
         None if config.getoption("wsmode_no_report") else Path(config.getoption("wsmode_results"))
     )
@@ -212,8 +220,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         [state.case_timeout_s or t.profile.case_timeout_s for t in state.targets] or [60.0]
     )
     for item in items:
-        if isinstance(item, pytest.Function) and meta_of(item.function) is not None:
+        meta = meta_of(item.function) if isinstance(item, pytest.Function) else None
+        if meta is not None:
             item.add_marker(pytest.mark.timeout(longest + BACKSTOP_S))
+            # `-k` can select by case id, category or level: -k "5.1.cache and not lru"
+            item.extra_keyword_matches.update((meta.id, meta.category, meta.level))
 
 
 # -- running a case -----------------------------------------------------------------------------
