@@ -3,8 +3,14 @@
 Each rollout imitates a Codex-style agent working in a Python repository: a long system prompt,
 a large first user message (environment, AGENTS.md, file tree, task), then tool-calling turns
 (list_dir, search, read_file, apply_patch, write_file, run_shell, run_tests) and a final summary
-message. The distributions are the module constants below and are documented, with measured
-corpus statistics, in ``traces/README.md``.
+message.
+
+This module owns how a rollout goes: the distributions (the module constants below, documented
+with measured corpus statistics in ``traces/README.md``), the tool definitions, the planning of
+turns and calls (phases per kind, parallel read-only batches, sizes, waits, the context bounds),
+``generate_rollout``/``generate_corpus``/``generate_smoke``, ``corpus_stats`` and the committed
+corpus layout. What the text says (the invented repository, code, prose, tracebacks, test
+reports, patches, tool outputs) comes from ``harness.load.tracetext``.
 
 Everything is deterministic per seed: one ``random.Random(seed)`` drives a rollout (files get
 sub-seeds drawn from it) and nothing reads global randomness, hash order or the clock.
@@ -20,8 +26,7 @@ import json
 import math
 import random
 import statistics
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,6 +39,26 @@ from harness.load.traces import (
     estimate_item_tokens,
     estimate_tokens,
     input_message,
+)
+from harness.load.tracetext import (
+    FileSizes,
+    Repo,
+    ToolCall,
+    execute_call,
+    final_message_text,
+    first_message,
+    followup_text,
+    instructions_text,
+    lognormal,
+    module_text,
+    new_module_path,
+    patch_text,
+    patched_paths,
+    pick,
+    preamble_text,
+    reasoning_summary,
+    search_pattern,
+    shell_command,
 )
 
 __all__ = [
@@ -104,6 +129,10 @@ USER_FOLLOWUP_PROB: Final = 0.02
 #: Context at the end of a rollout (estimate after the last output) is kept in these bounds:
 #: tool outputs are truncated near the top, sizes scaled up and regenerated below the bottom.
 CONTEXT_BOUNDS: Final = (30_000, 150_000)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools
 
 
 def _obj(properties: dict[str, Any]) -> JSONObject:
@@ -185,555 +214,6 @@ TOOLS: Final[tuple[JSONObject, ...]] = (
 )
 
 # ---------------------------------------------------------------------------------------------
-# Vocabularies
-
-_PACKAGES: Final = (
-    "ledgerkit", "fluxpipe", "tinyorm", "kvstash", "pyroute", "mdforge", "cronwheel",
-    "quicktoml", "geoindex", "snapcache", "taskloom", "authlane", "metricbox", "feedparse",
-)  # fmt: skip
-_MODULES: Final = (
-    "config", "cache", "client", "parser", "models", "utils", "storage", "scheduler", "auth",
-    "events", "serializers", "handlers", "pipeline", "metrics", "retry", "validators", "http",
-    "cli", "registry", "session", "backends", "plugins", "timeouts", "index", "migrations",
-)  # fmt: skip
-_VERBS: Final = (
-    "load", "parse", "build", "resolve", "fetch", "apply", "merge", "validate", "normalize",
-    "render", "flush", "compute", "encode", "decode", "register", "dispatch", "collect", "emit",
-    "refresh", "split", "expire", "serialize", "schedule", "retry", "lookup", "prune",
-)  # fmt: skip
-_NOUNS: Final = (
-    "config", "record", "batch", "token", "entry", "payload", "request", "response", "schema",
-    "index", "cursor", "window", "buffer", "snapshot", "handler", "event", "session", "key",
-    "path", "chunk", "header", "ttl", "backoff", "plugin", "job", "offset", "row", "column",
-)  # fmt: skip
-_EXCEPTIONS: Final = (
-    "KeyError", "ValueError", "TypeError", "AttributeError", "AssertionError", "RuntimeError",
-    "IndexError", "TimeoutError",
-)  # fmt: skip
-_ADJ: Final = (
-    "stale", "missing", "duplicate", "expired", "empty", "nested", "unicode", "negative",
-    "concurrent", "partial", "legacy", "cached", "default", "optional", "large",
-)  # fmt: skip
-_PROSE_SUBJECTS: Final = (
-    "The agent", "You", "Each tool call", "Every edit", "The final answer", "A patch",
-    "Test output", "The workspace", "Shell commands", "Your plan", "The user",
-)  # fmt: skip
-_PROSE_RULES: Final = (
-    "must keep changes minimal and focused on the task",
-    "should read the relevant code before editing it",
-    "must not modify files outside the repository root",
-    "should prefer apply_patch over rewriting whole files",
-    "must run the narrowest relevant tests after each change",
-    "should explain non-obvious decisions in one or two sentences",
-    "must never commit or push unless explicitly asked",
-    "should keep the existing code style, naming and import order",
-    "must report failing tests honestly instead of hiding them",
-    "should avoid adding new dependencies",
-    "must not print secrets, tokens or credentials",
-    "should summarise what changed and how it was verified",
-    "must stop and ask when the request is ambiguous",
-    "should batch independent read-only tool calls in parallel",
-    "must respect the sandbox: network access is disabled",
-    "should keep functions small and add type hints to new code",
-)  # fmt: skip
-_PROSE_TAILS: Final = (
-    "unless the user says otherwise.", "even when it seems faster not to.",
-    "so that reviewers can follow the change.", "because the sandbox is shared.",
-    "and mention it in the final message.", "before moving on to the next step.",
-    "when the task touches public APIs.", "to keep the diff easy to review.",
-)  # fmt: skip
-_SECTIONS: Final = (
-    "General", "Editing files", "Running commands", "Testing", "Tool usage", "Planning",
-    "Safety and sandboxing", "Code style", "Communication", "Final answer formatting",
-    "Working with git", "Handling failures",
-)  # fmt: skip
-_TASKS: Final = {
-    "bug_fix": (
-        "`{f}` returns `None` for {adj} {noun}s instead of raising; callers crash later with "
-        "`{exc}`. Please fix it and add a regression test.",
-        "Since the last release, `{f}` ignores the {noun} {adj} flag. Users report it in #{n}. "
-        "Find the cause, fix it, and make sure the test suite passes.",
-        "There is an off-by-one in `{f}` when the {noun} is {adj}; see the traceback below.",
-    ),
-    "refactor": (
-        "Split `{mod}.py` into smaller modules: move the {noun} helpers into `{mod2}.py`, keep "
-        "the public names importable from the old location, and update all call sites.",
-        "Replace the ad-hoc `{noun}` dicts with a `{Noun}` dataclass across the package; keep "
-        "behaviour identical and the tests green.",
-        "Rename `{f}` to `{f2}` everywhere (with a deprecated alias) and remove the {adj} "
-        "code path it used.",
-    ),
-    "test_fix": (
-        "CI is red: {n} tests fail in `tests/test_{mod}.py` after the {noun} change. Make the "
-        "suite pass without weakening the assertions.",
-        "The test suite fails on Python 3.12 ({n} failures around `{f}`). Fix the code, not the "
-        "tests, unless a test is clearly wrong.",
-        "`pytest -q` fails with {exc} in several {mod} tests. Investigate and get it green.",
-    ),
-}
-_TITLES: Final = (
-    "Inspecting {mod} module", "Tracing {noun} handling", "Checking {f} callers",
-    "Planning the {noun} fix", "Reviewing failing test", "Verifying the patch",
-    "Looking for {noun} usages", "Considering edge cases for {adj} {noun}s",
-)  # fmt: skip
-_THOUGHTS: Final = (
-    "The failure points at `{f}`, which reads the {noun} before checking whether it is {adj}.",
-    "I need to confirm how `{f2}` is called from `{mod}.py` before changing its signature.",
-    "The test expects a `{exc}` here, so silently returning None is the bug.",
-    "Reading the tests first will tell me which behaviour is intended.",
-    "A minimal fix is to guard the {adj} case and keep the fast path unchanged.",
-    "Other modules import `{f}` directly, so the old name must stay importable.",
-    "I should rerun only the {mod} tests first, then the whole suite.",
-    "The traceback shows the {noun} cache being consulted after expiry.",
-)  # fmt: skip
-
-
-def _pick(rng: random.Random, seq: Sequence[str]) -> str:
-    return seq[rng.randrange(len(seq))]
-
-
-def _lognormal(rng: random.Random, median: float, sigma: float, cap: float) -> float:
-    return min(cap, median * math.exp(rng.gauss(0.0, sigma)))
-
-
-def _fill(lines: Iterator[str], target_chars: int) -> str:
-    """Join lines from an endless generator until ``target_chars`` is reached."""
-    out: list[str] = []
-    size = 0
-    for line in lines:
-        out.append(line)
-        size += len(line) + 1
-        if size >= target_chars:
-            break
-    return "\n".join(out)
-
-
-# ---------------------------------------------------------------------------------------------
-# The simulated repository and its text
-
-
-@dataclass
-class _File:
-    path: str
-    tokens: int
-    seed: int
-    text: str = ""
-
-
-@dataclass
-class _Repo:
-    rng: random.Random
-    scale: float
-    package: str = ""
-    modules: list[str] = field(default_factory=list)
-    files: dict[str, _File] = field(default_factory=dict)
-    functions: list[str] = field(default_factory=list)
-    failing: int = 0
-    total_tests: int = 0
-
-    def __post_init__(self) -> None:
-        rng = self.rng
-        self.package = _pick(rng, _PACKAGES)
-        mods = list(_MODULES)
-        rng.shuffle(mods)
-        self.modules = mods[: rng.randint(8, 16)]
-        self.functions = [f"{_pick(rng, _VERBS)}_{_pick(rng, _NOUNS)}" for _ in range(40)]
-        self.total_tests = rng.randint(80, 900)
-        for mod in self.modules:
-            self._add(f"src/{self.package}/{mod}.py", TOOL_OUTPUT_FACTOR["read_file"])
-            self._add(f"tests/test_{mod}.py", TOOL_OUTPUT_FACTOR["read_file"] * 0.8)
-        for extra in ("pyproject.toml", "README.md", f"src/{self.package}/__init__.py"):
-            self._add(extra, 0.5)
-
-    def _add(self, path: str, factor: float) -> None:
-        median = TOOL_OUTPUT_MEDIAN_TOKENS * factor * self.scale
-        tokens = int(_lognormal(self.rng, median, TOOL_OUTPUT_SIGMA, TOOL_OUTPUT_MAX_TOKENS * 2))
-        self.files[path] = _File(path, max(60, tokens), self.rng.getrandbits(32))
-
-    def source_paths(self) -> list[str]:
-        return [p for p in self.files if p.startswith("src/") and not p.endswith("__init__.py")]
-
-    def test_paths(self) -> list[str]:
-        return [p for p in self.files if p.startswith("tests/")]
-
-    def content(self, path: str) -> str:
-        f = self.files[path]
-        if not f.text:
-            frng = random.Random(f.seed)
-            if path.endswith(".py"):
-                f.text = _fill(_code_lines(frng, self, path), f.tokens * 4)
-            else:
-                f.text = _fill(_doc_lines(frng, self), f.tokens * 4)
-        return f.text
-
-
-def _fn(rng: random.Random, repo: _Repo) -> str:
-    return _pick(rng, repo.functions)
-
-
-def _code_lines(rng: random.Random, repo: _Repo, path: str) -> Iterator[str]:
-    is_test = "/test_" in path or path.startswith("tests/")
-    mod = path.rsplit("/", 1)[-1].removesuffix(".py").removeprefix("test_")
-    yield f'"""{"Tests for" if is_test else "Helpers for"} {repo.package}.{mod}."""'
-    yield ""
-    yield "from __future__ import annotations"
-    yield ""
-    yield "import logging"
-    for imp in sorted(rng.sample(("time", "json", "threading", "dataclasses", "typing"), 2)):
-        yield f"import {imp}"
-    if is_test:
-        yield "import pytest"
-        yield ""
-        yield f"from {repo.package}.{mod} import {_fn(rng, repo)}, {_fn(rng, repo)}"
-    yield ""
-    yield "logger = logging.getLogger(__name__)"
-    while True:
-        yield ""
-        yield ""
-        if is_test:
-            yield from _test_function(rng, repo)
-        elif rng.random() < 0.25:
-            yield from _class_block(rng, repo)
-        else:
-            yield from _function_block(rng, repo, "")
-
-
-def _statement(rng: random.Random, repo: _Repo, ind: str) -> list[str]:
-    v, n = _pick(rng, _NOUNS), _pick(rng, _NOUNS)
-    f = _fn(rng, repo)
-    choice = rng.randrange(8)
-    if choice == 0:
-        return [f"{ind}{v} = {f}({n}, strict={rng.choice(('True', 'False'))})"]
-    if choice == 1:
-        return [
-            f"{ind}if {v} is None:",
-            f'{ind}    raise {_pick(rng, _EXCEPTIONS)}(f"{_pick(rng, _ADJ)} {v}: {{{n}!r}}")',
-        ]
-    if choice == 2:
-        return [f"{ind}for item in {v}.{n}s:", f"{ind}    results.append({f}(item))"]
-    if choice == 3:
-        return [f"{ind}with self._lock:", f"{ind}    self._{v}s[{n}.key] = {v}"]
-    if choice == 4:
-        return [f'{ind}logger.debug("{_pick(rng, _VERBS)} %s (%d {n}s)", {v}, len(results))']
-    if choice == 5:
-        return [
-            f"{ind}try:",
-            f"{ind}    {v} = self._{n}s[key]",
-            f"{ind}except KeyError:",
-            f"{ind}    return None",
-        ]
-    if choice == 6:
-        return [f"{ind}deadline = time.monotonic() + self.{_pick(rng, _NOUNS)}_timeout"]
-    return [f"{ind}{v}.update({{k: {f}(val) for k, val in {n}.items() if val is not None}})"]
-
-
-def _function_block(rng: random.Random, repo: _Repo, ind: str) -> Iterator[str]:
-    name = _fn(rng, repo)
-    noun = _pick(rng, _NOUNS)
-    self_arg = "self, " if ind else ""
-    yield f"{ind}def {name}({self_arg}{noun}: {noun.title()}, *, timeout: float = 5.0) -> list:"
-    doc = f"{name.split('_')[0].title()} the {noun}, skipping {_pick(rng, _ADJ)} ones."
-    yield f'{ind}    """{doc}"""'
-    yield f"{ind}    results: list = []"
-    for _ in range(rng.randint(2, 6)):
-        yield from _statement(rng, repo, ind + "    ")
-    yield f"{ind}    return results"
-
-
-def _class_block(rng: random.Random, repo: _Repo) -> Iterator[str]:
-    noun = _pick(rng, _NOUNS).title()
-    yield "@dataclasses.dataclass"
-    yield f"class {noun}{_pick(rng, ('Store', 'Manager', 'Cache', 'Spec', 'Client'))}:"
-    yield f'    """Keeps track of {noun.lower()} state between calls."""'
-    yield ""
-    for _ in range(rng.randint(2, 4)):
-        yield f"    {_pick(rng, _NOUNS)}: {_pick(rng, ('int', 'str', 'float', 'dict'))} = None"
-    for _ in range(rng.randint(1, 3)):
-        yield ""
-        yield from _function_block(rng, repo, "    ")
-
-
-def _test_function(rng: random.Random, repo: _Repo) -> Iterator[str]:
-    f, adj, noun = _fn(rng, repo), _pick(rng, _ADJ), _pick(rng, _NOUNS)
-    if rng.random() < 0.3:
-        yield f'@pytest.mark.parametrize("{noun}", [None, "", "x" * 300])'
-        yield f"def test_{f}_{adj}_{noun}(tmp_path, {noun}):"
-    else:
-        yield f"def test_{f}_{adj}_{noun}(tmp_path):"
-    yield f"    {noun} = make_{noun}(tmp_path, {adj}=True)"
-    if rng.random() < 0.4:
-        yield f"    with pytest.raises({_pick(rng, _EXCEPTIONS)}):"
-        yield f"        {f}({noun})"
-    else:
-        yield f"    result = {f}({noun})"
-        yield f"    assert result == expected_{noun}({noun})"
-        yield f"    assert len(result) == {rng.randint(0, 12)}"
-
-
-def _doc_lines(rng: random.Random, repo: _Repo) -> Iterator[str]:
-    yield f"# {repo.package}"
-    while True:
-        yield ""
-        yield f"## {_pick(rng, _SECTIONS)}"
-        for _ in range(rng.randint(2, 5)):
-            yield _sentence(rng)
-
-
-def _sentence(rng: random.Random) -> str:
-    return f"{_pick(rng, _PROSE_SUBJECTS)} {_pick(rng, _PROSE_RULES)} {_pick(rng, _PROSE_TAILS)}"
-
-
-def _fmt(rng: random.Random, repo: _Repo, template: str, n: int | None = None) -> str:
-    mod = _pick(rng, repo.modules)
-    f = _fn(rng, repo)
-    noun = _pick(rng, _NOUNS)
-    return template.format(
-        f=f,
-        f2=_fn(rng, repo),
-        mod=mod,
-        mod2=_pick(rng, repo.modules),
-        noun=noun,
-        Noun=noun.title(),
-        adj=_pick(rng, _ADJ),
-        exc=_pick(rng, _EXCEPTIONS),
-        n=rng.randint(2, 999) if n is None else n,
-    )
-
-
-def _traceback_lines(rng: random.Random, repo: _Repo) -> Iterator[str]:
-    yield "Traceback (most recent call last):"
-    for _ in range(rng.randint(2, 5)):
-        path = _pick(rng, repo.source_paths())
-        yield f'  File "/workspace/{repo.package}/{path}", line {rng.randint(10, 600)}, in ' + _fn(
-            rng, repo
-        )
-        yield "    " + _statement(rng, repo, "")[0]
-    yield f"{_pick(rng, _EXCEPTIONS)}: {_pick(rng, _ADJ)} {_pick(rng, _NOUNS)} {rng.randint(1, 99)}"
-
-
-def _instructions(rng: random.Random, tokens: int) -> str:
-    def lines() -> Iterator[str]:
-        yield "You are a coding agent running in a terminal-based workspace."
-        yield "You help the user by reading, editing and testing code in their repository."
-        sections = list(_SECTIONS)
-        while True:
-            rng.shuffle(sections)
-            for section in sections:
-                yield ""
-                yield f"## {section}"
-                for _ in range(rng.randint(3, 8)):
-                    yield f"- {_sentence(rng)}"
-
-    return _fill(lines(), tokens * 4)
-
-
-def _first_message(rng: random.Random, repo: _Repo, kind: str, tokens: int) -> list[JSONObject]:
-    env = (
-        "<environment_context>\n"
-        f"  <cwd>/workspace/{repo.package}</cwd>\n"
-        "  <approval_policy>on-request</approval_policy>\n"
-        "  <sandbox_mode>workspace-write</sandbox_mode>\n"
-        "  <network_access>restricted</network_access>\n"
-        "  <shell>bash</shell>\n"
-        "</environment_context>"
-    )
-
-    def context_lines() -> Iterator[str]:
-        yield env
-        yield ""
-        yield f"# AGENTS.md instructions for /workspace/{repo.package}"
-        yield ""
-        yield "<INSTRUCTIONS>"
-        for _ in range(rng.randint(6, 14)):
-            yield f"- {_sentence(rng)}"
-        yield "</INSTRUCTIONS>"
-        yield ""
-        yield "Repository layout:"
-        yield from _tree_lines(rng, repo, ".")
-        while True:  # then excerpts of the README / design notes
-            yield from _doc_lines(rng, repo)
-
-    task = _fmt(rng, repo, _pick(rng, _TASKS[kind]), n=repo.failing or None)
-    if kind != "refactor":
-        task += "\n\n```\n" + "\n".join(_traceback_lines(rng, repo)) + "\n```"
-    context = _fill(context_lines(), max(400, tokens * 4 - len(task)))
-    return [input_message(context), input_message(task)]
-
-
-def _tree_lines(rng: random.Random, repo: _Repo, root: str) -> Iterator[str]:
-    paths = sorted(p for p in repo.files if root in (".", "") or p.startswith(root))
-    for p in paths:
-        yield f"{p}  ({repo.files[p].tokens * 4 // 40} lines)"
-    yield f"{len(paths)} files"
-
-
-# ---------------------------------------------------------------------------------------------
-# Tool calls and their outputs
-
-
-@dataclass
-class _Call:
-    name: str
-    args: JSONObject
-    call_id: str
-    output_tokens: int = 0  # requested size of the output before truncation
-
-
-def _output_size(rng: random.Random, repo: _Repo, tool: str) -> int:
-    median = TOOL_OUTPUT_MEDIAN_TOKENS * TOOL_OUTPUT_FACTOR[tool] * repo.scale
-    return max(20, int(_lognormal(rng, median, TOOL_OUTPUT_SIGMA, TOOL_OUTPUT_MAX_TOKENS)))
-
-
-def _run_tests_output(rng: random.Random, repo: _Repo, tokens: int) -> str:
-    passed = repo.total_tests - repo.failing
-    head = [
-        "============================= test session starts ==============================",
-        "platform linux -- Python 3.11.7, pytest-8.3.2, pluggy-1.5.0",
-        f"rootdir: /workspace/{repo.package}",
-        "configfile: pyproject.toml",
-        f"collected {repo.total_tests} items",
-        "",
-    ]
-    paths = repo.test_paths()
-    for i, t in enumerate(paths, start=1):
-        dots = "".join("F" if rng.random() < 0.04 * repo.failing else "." for _ in range(24))
-        head.append(f"{t} {dots:<50} [{100 * i // len(paths):>3}%]")
-    duration = f"{rng.uniform(0.8, 40.0):.2f}s"
-    if repo.failing == 0:
-        return "\n".join([*head, "", f"{'=' * 30} {passed} passed in {duration} {'=' * 30}"])
-
-    def failures() -> Iterator[str]:
-        yield "=================================== FAILURES ==================================="
-        while True:
-            test = f"test_{_fn(rng, repo)}_{_pick(rng, _ADJ)}"
-            yield f"{'_' * 20} {test} {'_' * 20}"
-            yield ""
-            yield from _test_function(rng, repo)
-            yield f">       assert result == expected_{_pick(rng, _NOUNS)}(value)"
-            yield f"E       AssertionError: assert None == {{'{_pick(rng, _NOUNS)}': 1}}"
-            yield f"E        +  where None = {_fn(rng, repo)}(<{_pick(rng, _NOUNS).title()}>)"
-            yield ""
-            yield from _traceback_lines(rng, repo)
-            yield f"{_pick(rng, repo.test_paths())}:{rng.randint(10, 400)}: AssertionError"
-
-    body = _fill(failures(), max(200, tokens * 4 - sum(len(h) + 1 for h in head) - 300))
-    tail = [
-        "=========================== short test summary info ============================",
-        *(
-            f"FAILED {_pick(rng, repo.test_paths())}::test_{_fn(rng, repo)} - AssertionError"
-            for _ in range(min(repo.failing, 8))
-        ),
-        f"{'=' * 20} {repo.failing} failed, {passed} passed in {duration} {'=' * 20}",
-    ]
-    return "\n".join([*head, "", body, *tail])
-
-
-def _search_output(rng: random.Random, repo: _Repo, tokens: int) -> str:
-    def lines() -> Iterator[str]:
-        while True:
-            path = _pick(rng, list(repo.files))
-            code = _statement(rng, repo, "    ")[0]
-            yield f"{path}:{rng.randint(1, 800)}:{code}"
-
-    return _fill(lines(), tokens * 4)
-
-
-def _shell_output(rng: random.Random, repo: _Repo, command: str, tokens: int) -> str:
-    if command.startswith("git diff"):
-        path = _pick(rng, repo.source_paths())
-
-        def diff() -> Iterator[str]:
-            yield f"diff --git a/{path} b/{path}"
-            yield f"--- a/{path}\n+++ b/{path}"
-            while True:
-                yield f"@@ -{rng.randint(1, 400)},7 +{rng.randint(1, 400)},8 @@"
-                for _ in range(rng.randint(3, 8)):
-                    mark = _pick(rng, (" ", " ", "-", "+"))
-                    yield mark + _statement(rng, repo, "    ")[0]
-
-        return _fill(diff(), tokens * 4)
-    if command.startswith("git status"):
-        changed = rng.sample(repo.source_paths(), min(3, len(repo.source_paths())))
-        return "On branch main\nChanges not staged for commit:\n" + "\n".join(
-            f"\tmodified:   {p}" for p in changed
-        )
-    if command.startswith(("ruff", "mypy")):
-
-        def lint() -> Iterator[str]:
-            while True:
-                path = _pick(rng, repo.source_paths())
-                code = _pick(rng, ("E501", "F401", "B006", "UP007", "arg-type", "union-attr"))
-                yield (
-                    f"{path}:{rng.randint(1, 500)}:{rng.randint(1, 80)}: {code} "
-                    f"{_pick(rng, _ADJ)} {_pick(rng, _NOUNS)} in `{_fn(rng, repo)}`"
-                )
-
-        return _fill(lint(), tokens * 4)
-
-    def trace() -> Iterator[str]:
-        while True:
-            yield from _traceback_lines(rng, repo)
-
-    return _fill(trace(), tokens * 4)
-
-
-def _patch(rng: random.Random, repo: _Repo, paths: Sequence[str], tokens: int) -> str:
-    def lines() -> Iterator[str]:
-        yield "*** Begin Patch"
-        for path in paths:
-            yield f"*** Update File: {path}"
-            for _ in range(rng.randint(1, 3)):
-                yield f"@@ def {_fn(rng, repo)}("
-                for _ in range(rng.randint(2, 5)):
-                    yield " " + _statement(rng, repo, "    ")[0]
-                yield "-" + _statement(rng, repo, "    ")[0]
-                for stmt in _statement(rng, repo, "    "):
-                    yield "+" + stmt
-        while True:  # long patches: keep extending the last file's hunk
-            yield "+" + _statement(rng, repo, "    ")[0]
-
-    text = _fill(lines(), tokens * 4)
-    return text + "\n*** End Patch"
-
-
-def _write_file_content(rng: random.Random, repo: _Repo, path: str, tokens: int) -> str:
-    return _fill(_code_lines(rng, repo, path), tokens * 4)
-
-
-def _execute(rng: random.Random, repo: _Repo, call: _Call, cap_tokens: int) -> str:
-    """The tool output for a call, truncated to ``cap_tokens`` like agents truncate logs."""
-    name, args = call.name, call.args
-    if name == "read_file":
-        text = repo.content(args["path"])
-        numbered = "\n".join(f"{i:>5}\t{line}" for i, line in enumerate(text.split("\n"), 1))
-        body = numbered
-    elif name in ("apply_patch", "write_file"):
-        changed = args["path"] if name == "write_file" else _patched_paths(args["patch"])
-        return "Success. Updated the following files:\n" + "\n".join(
-            f"M {p}" for p in ([changed] if isinstance(changed, str) else changed)
-        )
-    elif name == "run_tests":
-        size = call.output_tokens if repo.failing else max(40, call.output_tokens // 4)
-        body = _run_tests_output(rng, repo, size)
-    elif name == "search":
-        body = _search_output(rng, repo, call.output_tokens)
-    elif name == "list_dir":
-        body = "\n".join(_tree_lines(rng, repo, args["path"]))
-    else:
-        body = _shell_output(rng, repo, args["command"], call.output_tokens)
-    if estimate_tokens(body) <= cap_tokens:
-        return body
-    kept = body[: cap_tokens * 4]
-    kept = kept[: kept.rfind("\n")] if "\n" in kept else kept
-    omitted = body.count("\n") - kept.count("\n")
-    return f"{kept}\n[... output truncated: {omitted} more lines ...]"
-
-
-def _patched_paths(patch: str) -> list[str]:
-    return [ln.split(": ", 1)[1] for ln in patch.split("\n") if ln.startswith("*** Update File: ")]
-
-
-# ---------------------------------------------------------------------------------------------
 # Turn planning
 
 
@@ -755,10 +235,13 @@ _PHASES: Final = {
     ),
 }
 _PARALLEL_OK: Final = ("read_file", "search", "list_dir")
-_SHELL_COMMANDS: Final = (
-    "git status", "git diff", "git diff --stat", "ruff check src", "mypy src",
-    "python -c 'import {pkg}; print({pkg}.__version__)'", "python scripts/repro.py",
-)  # fmt: skip
+#: Repository files are sized like their read_file outputs (twice the output cap).
+_FILE_SIZES: Final = FileSizes(
+    median_tokens=TOOL_OUTPUT_MEDIAN_TOKENS,
+    sigma=TOOL_OUTPUT_SIGMA,
+    max_tokens=TOOL_OUTPUT_MAX_TOKENS * 2,
+    source_factor=TOOL_OUTPUT_FACTOR["read_file"],
+)
 
 
 def _weighted(rng: random.Random, weights: dict[str, int]) -> str:
@@ -766,35 +249,38 @@ def _weighted(rng: random.Random, weights: dict[str, int]) -> str:
     return rng.choices(names, weights=[weights[n] for n in names])[0]
 
 
-def _make_call(rng: random.Random, repo: _Repo, tool: str, call_id: str) -> _Call:
+def _output_size(rng: random.Random, repo: Repo, tool: str) -> int:
+    median = TOOL_OUTPUT_MEDIAN_TOKENS * TOOL_OUTPUT_FACTOR[tool] * repo.scale
+    return max(20, int(lognormal(rng, median, TOOL_OUTPUT_SIGMA, TOOL_OUTPUT_MAX_TOKENS)))
+
+
+def _make_call(rng: random.Random, repo: Repo, tool: str, call_id: str) -> ToolCall:
     src, tests = repo.source_paths(), repo.test_paths()
     args: JSONObject
     if tool == "read_file":
-        path = _pick(rng, src if rng.random() < 0.65 else tests)
+        path = pick(rng, src if rng.random() < 0.65 else tests)
         args = {"path": path, "start_line": None, "end_line": None}
     elif tool == "search":
-        pattern = _pick(
-            rng, (_fn(rng, repo), f"def {_fn(rng, repo)}", f"class {_pick(rng, _NOUNS).title()}")
-        )
-        args = {"pattern": pattern, "path": _pick(rng, ("src", "tests", ".")), "glob": "*.py"}
+        pattern = search_pattern(rng, repo)
+        args = {"pattern": pattern, "path": pick(rng, ("src", "tests", ".")), "glob": "*.py"}
     elif tool == "list_dir":
-        args = {"path": _pick(rng, (".", "src", "tests")), "depth": rng.choice((None, 2, 3))}
+        args = {"path": pick(rng, (".", "src", "tests")), "depth": rng.choice((None, 2, 3))}
     elif tool == "run_tests":
-        target = None if rng.random() < 0.5 else _pick(rng, tests)
+        target = None if rng.random() < 0.5 else pick(rng, tests)
         args = {"target": target, "keyword": None, "fail_fast": rng.random() < 0.2}
     elif tool == "run_shell":
-        command = _pick(rng, _SHELL_COMMANDS).format(pkg=repo.package)
+        command = shell_command(rng, repo)
         args = {"command": command, "workdir": None, "timeout_ms": 60000}
     elif tool == "apply_patch":
         n_files = 1 if rng.random() < 0.8 else rng.randint(2, 3)
         paths = rng.sample(src + tests, min(n_files, len(src + tests)))
-        tokens = int(_lognormal(rng, PATCH_MEDIAN_TOKENS, PATCH_SIGMA, PATCH_MAX_TOKENS))
-        args = {"patch": _patch(rng, repo, paths, max(30, tokens))}
+        tokens = int(lognormal(rng, PATCH_MEDIAN_TOKENS, PATCH_SIGMA, PATCH_MAX_TOKENS))
+        args = {"patch": patch_text(rng, repo, paths, max(30, tokens))}
     else:  # write_file
-        path = f"src/{repo.package}/{_pick(rng, _MODULES)}_{_pick(rng, _NOUNS)}.py"
-        tokens = int(_lognormal(rng, PATCH_MEDIAN_TOKENS * 1.5, PATCH_SIGMA, PATCH_MAX_TOKENS))
-        args = {"path": path, "content": _write_file_content(rng, repo, path, max(60, tokens))}
-    call = _Call(tool, args, call_id)
+        path = new_module_path(rng, repo)
+        tokens = int(lognormal(rng, PATCH_MEDIAN_TOKENS * 1.5, PATCH_SIGMA, PATCH_MAX_TOKENS))
+        args = {"path": path, "content": module_text(rng, repo, path, max(60, tokens))}
+    call = ToolCall(tool, args, call_id)
     if tool in TOOL_OUTPUT_FACTOR:
         call.output_tokens = _output_size(rng, repo, tool)
     return call
@@ -802,50 +288,19 @@ def _make_call(rng: random.Random, repo: _Repo, tool: str, call_id: str) -> _Cal
 
 def _tool_wait(rng: random.Random, tool: str) -> float:
     if tool == "run_tests":
-        return _lognormal(rng, TEST_WAIT_MEDIAN_MS, TEST_WAIT_SIGMA, TOOL_WAIT_MAX_MS)
-    return _lognormal(rng, TOOL_WAIT_MEDIAN_MS, TOOL_WAIT_SIGMA, TOOL_WAIT_MAX_MS)
+        return lognormal(rng, TEST_WAIT_MEDIAN_MS, TEST_WAIT_SIGMA, TOOL_WAIT_MAX_MS)
+    return lognormal(rng, TOOL_WAIT_MEDIAN_MS, TOOL_WAIT_SIGMA, TOOL_WAIT_MAX_MS)
 
 
-def _reasoning(rng: random.Random, repo: _Repo) -> OutputSpec:
-    title = _fmt(rng, repo, _pick(rng, _TITLES))
-    thoughts = " ".join(_fmt(rng, repo, _pick(rng, _THOUGHTS)) for _ in range(rng.randint(1, 3)))
-    summary = f"**{title}**\n\n{thoughts}"
-    tokens = int(_lognormal(rng, REASONING_MEDIAN_TOKENS, REASONING_SIGMA, REASONING_MAX_TOKENS))
+def _reasoning(rng: random.Random, repo: Repo) -> OutputSpec:
+    summary = reasoning_summary(rng, repo)
+    tokens = int(lognormal(rng, REASONING_MEDIAN_TOKENS, REASONING_SIGMA, REASONING_MAX_TOKENS))
     return OutputSpec.reasoning(summary, tokens)
 
 
-def _preamble(rng: random.Random, repo: _Repo, call: _Call) -> OutputSpec:
-    what = {
-        "read_file": "read `{p}` to see how it works",
-        "search": "search for the remaining call sites",
-        "list_dir": "look at the repository layout first",
-        "run_tests": "run the tests to check the current state",
-        "run_shell": "check the working tree",
-        "apply_patch": "apply the fix",
-        "write_file": "create the new module",
-    }[call.name].format(p=call.args.get("path", ""))
-    return OutputSpec.message(f"I'll {what}.")
-
-
-def _final_message(rng: random.Random, repo: _Repo, kind: str, touched: list[str]) -> OutputSpec:
-    verb = {"bug_fix": "Fixed", "refactor": "Refactored", "test_fix": "Repaired"}[kind]
-
-    def lines() -> Iterator[str]:
-        yield f"{verb} the {_pick(rng, _NOUNS)} handling in `{repo.package}`."
-        yield ""
-        yield "**Changes**"
-        for path in touched or repo.source_paths()[:2]:
-            yield f"- `{path}`: {_fmt(rng, repo, _pick(rng, _THOUGHTS))}"
-        yield ""
-        yield "**Verification**"
-        yield f"- `pytest -q`: {repo.total_tests} passed."
-        yield ""
-        yield "**Notes**"
-        while True:
-            yield f"- {_fmt(rng, repo, _pick(rng, _THOUGHTS))}"
-
+def _final_message(rng: random.Random, repo: Repo, kind: str, touched: list[str]) -> OutputSpec:
     size = rng.randint(*FINAL_MESSAGE_TOKENS)
-    return OutputSpec.message(_fill(lines(), size * 4))
+    return OutputSpec.message(final_message_text(rng, repo, kind, touched, size))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -906,15 +361,15 @@ def _generate(
     rollout_id: str | None,
 ) -> Rollout:
     rng = random.Random(seed)
-    repo = _Repo(rng, scale)
+    repo = Repo(rng, scale, _FILE_SIZES)
     turns_total = n_turns if n_turns is not None else rng.randint(*TURNS_RANGE[kind])
-    instructions = _instructions(rng, int(rng.randint(*INSTRUCTIONS_TOKENS) * size_scale))
+    instructions = instructions_text(rng, int(rng.randint(*INSTRUCTIONS_TOKENS) * size_scale))
     repo.failing = {
         "bug_fix": 1 + rng.randrange(3),
         "refactor": 0,
         "test_fix": 2 + rng.randrange(11),
     }[kind]
-    first = _first_message(rng, repo, kind, int(rng.randint(*FIRST_MESSAGE_TOKENS) * size_scale))
+    first = first_message(rng, repo, kind, int(rng.randint(*FIRST_MESSAGE_TOKENS) * size_scale))
     max_ctx = bounds[1] if bounds is not None else None
     context = estimate_tokens(instructions) + estimate_tokens(json.dumps(list(TOOLS)))
     pending_input: list[JSONObject] = first
@@ -961,7 +416,7 @@ def _generate(
         if rng.random() < REASONING_PROB:
             outputs.append(_reasoning(rng, repo))
         if rng.random() < PREAMBLE_PROB:
-            outputs.append(_preamble(rng, repo, calls[0]))
+            outputs.append(OutputSpec.message(preamble_text(calls[0])))
         outputs += [
             OutputSpec.function_call(c.name, json.dumps(c.args, separators=(",", ":")), c.call_id)
             for c in calls
@@ -982,7 +437,7 @@ def _generate(
         pending_input = []
         for c in calls:
             if c.name == "apply_patch":
-                touched += [p for p in _patched_paths(c.args["patch"]) if p not in touched]
+                touched += [p for p in patched_paths(c.args["patch"]) if p not in touched]
                 if repo.failing and rng.random() < 0.6:
                     repo.failing -= rng.randint(1, min(2, repo.failing))
                 elif kind == "refactor" and rng.random() < 0.2:
@@ -999,15 +454,11 @@ def _generate(
                 {
                     "type": "function_call_output",
                     "call_id": c.call_id,
-                    "output": _execute(rng, repo, c, cap),
+                    "output": execute_call(rng, repo, c, cap),
                 }
             )
         if left >= 2 and rng.random() < USER_FOLLOWUP_PROB:
-            pending_input.append(
-                input_message(
-                    _fmt(rng, repo, "Also keep `{f}` backwards compatible; other teams import it.")
-                )
-            )
+            pending_input.append(input_message(followup_text(rng, repo)))
         wait_ms = max(_tool_wait(rng, c.name) for c in calls)
 
     return Rollout(
