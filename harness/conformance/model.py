@@ -16,7 +16,7 @@ into one verdict, the way autobahn and h2spec grade:
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -161,17 +161,3 @@ def unique(items: Iterable[str]) -> list[str]:
     for item in items:
         seen.setdefault(item, None)
     return list(seen)
-
-
-def sort_case_ids(ids: Sequence[str]) -> list[str]:
-    """Case ids in section order: 1.x before 2.1.x before 3.1.x before 3.3.x before 10.x."""
-
-    def key(case_id: str) -> tuple[tuple[int, ...], str]:
-        numbers: list[int] = []
-        for part in case_id.split("."):
-            if not part.isdigit():
-                break
-            numbers.append(int(part))
-        return tuple(numbers), case_id
-
-    return sorted(ids, key=key)

@@ -9,7 +9,6 @@ direction and time), which the schema allows as extra members.
 from __future__ import annotations
 
 import html
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -429,7 +428,3 @@ def terminal_matrix(results: Sequence[Mapping[str, Any]], *, only_differences: b
     if only_differences and not rows:
         lines.append("  (every case PASS on every target)")
     return "\n".join(lines)
-
-
-def dumps_json(value: Any) -> str:
-    return json.dumps(value, indent=1)

@@ -91,3 +91,13 @@ def test_duplicate_case_ids_are_refused() -> None:
 def test_every_rule_has_a_level() -> None:
     for rule_id in all_rule_ids():
         assert rule_level(rule_id) in ("MUST", "SHOULD", "MAY")
+
+
+def test_every_rule_is_judged_by_some_case() -> None:
+    from harness.conformance.catalog import load_suites
+    from harness.conformance.rules import HARNESS_RULES
+    from harness.protocol.accumulator import RULES
+
+    declared = {rule for meta in load_suites() for rule in meta.rules}
+    exception_rules = {r for r in HARNESS_RULES if r.startswith(("transport.", "case."))}
+    assert set(RULES) | set(HARNESS_RULES) - exception_rules <= declared
