@@ -547,8 +547,12 @@ def analyse(
     if NOCACHE_VARIANT in names:
         flags = {NOCACHE_VARIANT: "connection_cache", **flags}
     ablation = cmp.ablation_rows(rollouts, samples, flags) if flags and "ws" in names else []
+    sensitivity = (
+        cmp.tool_time_sensitivity(rollouts, "http", "ws") if {"http", "ws"} <= set(names) else []
+    )
     return {
         "comparisons": comparisons,
+        "tool_time_sensitivity": sensitivity,
         "split": split,
         "ablation": ablation,
         "stages_ms": {n: cmp.stage_means(samples, n) for n in names},
@@ -609,6 +613,7 @@ def build_result(run: BenchRun) -> dict[str, Any]:
     analysis = analyse(bench["rollouts"], bench["samples"], names, seed=config.seed)
     bench["comparisons"] = [c.to_dict() for c in analysis["comparisons"]]
     bench["analysis"] = {
+        "tool_time_sensitivity": analysis["tool_time_sensitivity"],
         "split": [
             {
                 "term": t.name,
@@ -717,6 +722,22 @@ def format_analysis(result: Mapping[str, Any]) -> str:
                 f"{t['saved_ms_per_rollout']:>10.0f} ms  {share:>5}"
             )
         lines.append(f"  {'total':<32} {'http':>13} -> {'ws':<11}{total:>10.0f} ms")
+    sensitivity = [r for r in analysis.get("tool_time_sensitivity", []) if r["speedup_median"]]
+    if sensitivity:
+        lines.append(
+            "WS speedup vs the client's tool time (derived: measured model-side times + recorded "
+            "tool time x f):"
+        )
+        lines.append(
+            "  "
+            + "  ".join(
+                f"f={r['tool_time_fraction']:g}: {r['speedup_median']:.3f}x" for r in sensitivity
+            )
+        )
+        lines.append(
+            "  (f=0 is the agent loop with instant tools, what 'faster agent loops' figures "
+            "measure; f=1 is this corpus's recorded tool waits)"
+        )
     ablation = analysis.get("ablation", [])
     if ablation:
         lines.append(

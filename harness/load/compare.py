@@ -26,6 +26,11 @@ ladder ``http -> http-chained -> ws-nocache -> ws``:
 - *server-side cache* = ws-nocache - ws: what the connection-scoped cache saves (no hydration,
   incremental validation/safety/rendering, routing reuse).
 
+**Tool-time sensitivity** (derived, labelled so): the per-rollout speedup if the client's tools
+took a fraction f of their recorded time, (model_http + f·tool) / (model_ws + f·tool), from the
+measured model-side times and the recorded tool time. It explains why an "agent loop" figure
+(f → 0, fast tools) and an end-to-end figure with real tool waits (f = 1) differ so much.
+
 The three add up to http - ws exactly (means are additive; medians are not). Shares are given
 only when ws saves time overall (a share of a loss, or of nothing, means nothing). Each
 optimization's share comes from switching it off in turn (`ws-no-<flag>` variants): its mean
@@ -171,6 +176,43 @@ def compare(
             if c > 0 and mc > 0
         ],
     )
+
+
+TOOL_TIME_FRACTIONS = (0.0, 0.1, 0.25, 0.5, 1.0)
+
+
+def tool_time_sensitivity(
+    rollouts: Sequence[Mapping[str, Any]],
+    baseline: str,
+    mode: str,
+    fractions: Sequence[float] = TOOL_TIME_FRACTIONS,
+) -> list[dict[str, Any]]:
+    """Median paired speedup if tools took `f` of their recorded time (derived, module doc)."""
+    tool: dict[str, list[float]] = defaultdict(list)
+    for r in rollouts:
+        if r.get("mode") == mode and r.get("ok") and isinstance(r.get("tool_wait_ms"), int | float):
+            tool[str(r["rollout_id"])].append(float(r["tool_wait_ms"]))
+    pairs = paired_values(rollouts, baseline, mode, "model_ms")
+    seen: dict[str, int] = defaultdict(int)
+    triples = []
+    for rid, base, cur in pairs:
+        waits = tool.get(rid, [])
+        if seen[rid] < len(waits):
+            triples.append((base, cur, waits[seen[rid]]))
+        seen[rid] += 1
+    rows = []
+    for fraction in fractions:
+        speedups = [
+            (b + fraction * t) / (c + fraction * t) for b, c, t in triples if c + fraction * t > 0
+        ]
+        rows.append(
+            {
+                "tool_time_fraction": fraction,
+                "speedup_median": _r(statistics.median(speedups), 4) if speedups else None,
+                "pairs": len(speedups),
+            }
+        )
+    return rows
 
 
 @dataclass(frozen=True, slots=True)

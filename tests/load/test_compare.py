@@ -106,3 +106,19 @@ def test_paired_turns_match_rollout_and_turn_index() -> None:
         {"mode": "x", "rollout_id": "a", "turn_index": 0, "turn_e2e_ms": 99.0, "ok": False},
     ]
     assert paired_turns(samples, "x", "ws") == [(25.0, 20.0)]
+
+
+def test_tool_time_sensitivity_is_derived_from_model_time_and_recorded_tools() -> None:
+    from harness.load.compare import tool_time_sensitivity
+
+    rollouts = [
+        {"rollout_id": "r", "mode": "http", "ok": True, "model_ms": 200.0, "tool_wait_ms": 800.0},
+        {"rollout_id": "r", "mode": "ws", "ok": True, "model_ms": 100.0, "tool_wait_ms": 800.0},
+    ]
+    rows = {
+        r["tool_time_fraction"]: r["speedup_median"]
+        for r in tool_time_sensitivity(rollouts, "http", "ws")
+    }
+    assert rows[0.0] == 2.0  # instant tools: the model-side ratio
+    assert rows[1.0] == pytest.approx(1000.0 / 900.0, abs=1e-4)
+    assert rows[0.5] == pytest.approx((200 + 400) / (100 + 400), abs=1e-4)
