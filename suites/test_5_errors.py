@@ -1,6 +1,6 @@
 """Requests, errors and limits: PROTOCOL.md §2.1 (what a create may carry), §4 (the error event,
-codes, the connection after errors), §5.2 (queueing, lanes), §5.3 (lifetime), RELIABILITY.md §2
-(message size)."""
+codes, the connection after errors), §5.2 (queueing on the default lane; named lanes are in
+test_7_lanes.py), §5.3 (lifetime), RELIABILITY.md §2 (message size)."""
 
 from __future__ import annotations
 
@@ -252,54 +252,6 @@ async def test_no_silent_drop(ctx: CaseContext) -> None:
     if refused:
         codes = sorted({str(a.error.code) for a in refused})
         ctx.note(f"{len(refused)} creates refused ({', '.join(codes)}): a queue bound")
-
-
-# -- lanes --------------------------------------------------------------------------------------
-@case(
-    "5.2.lanes.stream-id-echo",
-    level="MUST",
-    category="errors",
-    title="every event of a create with stream_id carries that stream_id",
-    rules=("lanes.echo",),
-    requires=("lanes",),
-)
-async def test_lane_echo(ctx: CaseContext) -> None:
-    conn = await ctx.connect()
-    exchange = await conn.create(ctx.body(stream_id="wsmode-lane.1"))
-    ctx.expect_completed(exchange, "lanes.echo")
-    missing = [t.type for t in exchange.events if t.event.get("stream_id") != "wsmode-lane.1"]
-    ctx.check(not missing, "lanes.echo", f"events without the lane's stream_id: {missing[:5]}")
-
-
-@case(
-    "5.2.lanes.invalid-stream-id",
-    level="MUST",
-    category="errors",
-    title="a malformed stream_id is refused with invalid_stream_id (param stream_id)",
-    rules=("lanes.invalid", "error.code"),
-    requires=("lanes",),
-)
-async def test_lane_invalid(ctx: CaseContext) -> None:
-    conn = await ctx.connect()
-    exchange = await conn.create(ctx.body(stream_id="no spaces allowed!"))
-    error = ctx.expect_request_error(exchange, "lanes.invalid", code="invalid_stream_id")
-    ctx.check(error.param == "stream_id", "error.code", f"param {error.param!r}")
-    await ctx.expect_usable(conn, what="after invalid_stream_id")
-
-
-@case(
-    "5.2.lanes.default-no-stream-id",
-    level="SHOULD",
-    category="errors",
-    title="events of the default lane (no stream_id sent) carry no stream_id",
-    rules=("lanes.default_no_stream_id",),
-)
-async def test_default_lane(ctx: CaseContext) -> None:
-    conn = await ctx.connect()
-    exchange = await conn.create(ctx.body())
-    ctx.expect_completed(exchange, "case.expectation")
-    tagged = [t.type for t in exchange.events if "stream_id" in t.event]
-    ctx.check(not tagged, "lanes.default_no_stream_id", f"events with stream_id: {tagged[:5]}")
 
 
 # -- lifetime and size --------------------------------------------------------------------------

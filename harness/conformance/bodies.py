@@ -6,6 +6,7 @@ what the case needs (a short answer, a long one, a tool call), and `tool_choice`
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, Final
 
 SHORT_PROMPT: Final = "Reply with one short sentence about the sea."
@@ -14,6 +15,19 @@ LONG_PROMPT: Final = (
     "with an introduction, three sections and a conclusion."
 )
 WEATHER_PROMPT: Final = "What is the weather in Paris right now? Use the tool."
+FILLER: Final = "lorem ipsum dolor sit amet consectetur adipiscing elit "  # ~10 tokens
+
+
+def long_prompt(tokens: int = 20_000) -> str:
+    """LONG_PROMPT behind about `tokens` tokens of filler notes: any model spends a while on such
+    an input before its first output token (prefill), so the response stays in flight long enough
+    for another lane to start. A nonce comes first: prompt caches match prefixes, so no request
+    reuses another's prefill."""
+    notes = FILLER * max(tokens // 10, 1)
+    return (
+        f"Request {secrets.token_hex(8)}. Background notes, ignore them: {notes}\n\n{LONG_PROMPT}"
+    )
+
 
 WEATHER_TOOL: Final[dict[str, Any]] = {
     "type": "function",

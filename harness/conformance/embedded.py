@@ -1,14 +1,16 @@
 """The embedded target: the reference server started in-process, configured from the profile.
 
 What the profile declares is what the server is started with (API key, cache depth and byte
-bound, message size limit), so the reference profile's declarations are true by construction.
-A declared short lifetime gets its own second instance (`lifetime_url = "embedded"`), because a
-short-lived main server would cut every other case's connections.
+bound, message size limit, named lanes and their limit), so the reference profile's declarations
+are true by construction. A declared short lifetime gets its own second instance
+(`lifetime_url = "embedded"`), because a short-lived main server would cut every other case's
+connections.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.metadata
 import shutil
 import tempfile
@@ -16,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.conformance.context import LiveTarget
-from harness.conformance.profile import EMBEDDED, PlannedTarget
+from harness.conformance.profile import DOCUMENTED_MAX_LANES, EMBEDDED, PlannedTarget
 from harness.protocol.cache import CachePolicy
 
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
@@ -48,9 +50,12 @@ def embedded_target(planned: PlannedTarget) -> Iterator[LiveTarget]:
             depth=max(profile.cache_depth, 1),
             max_bytes=profile.cache_max_bytes or DEFAULT_CACHE_BYTES,
         ),
-        limits=Limits(max_message_bytes=profile.max_message_bytes or DEFAULT_MESSAGE_BYTES),
+        limits=Limits(
+            max_message_bytes=profile.max_message_bytes or DEFAULT_MESSAGE_BYTES,
+            max_lanes=profile.max_lanes or DOCUMENTED_MAX_LANES,
+        ),
         faults=check_fault_names(planned.faults),
-        lanes=profile.has("lanes"),
+        lanes=profile.has("lanes"),  # named lanes (stream_id), limited to the declared count
     )
     try:
         with contextlib.ExitStack() as stack:
@@ -59,9 +64,8 @@ def embedded_target(planned: PlannedTarget) -> Iterator[LiveTarget]:
             if profile.lifetime_s and profile.lifetime_url == EMBEDDED:
                 short = config.with_changes(
                     data_dir=data_dir / "lifetime",
-                    limits=Limits(
-                        max_message_bytes=config.limits.max_message_bytes,
-                        connection_lifetime_s=profile.lifetime_s,
+                    limits=dataclasses.replace(
+                        config.limits, connection_lifetime_s=profile.lifetime_s
                     ),
                 )
                 lifetime_url = stack.enter_context(running_in_thread(short)).ws_url

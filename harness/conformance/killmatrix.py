@@ -49,8 +49,8 @@ EXPECTED: Final[dict[str, tuple[str, ...]]] = {
         "4.3.invalid-input.socket-open",
         "2.1.function-call.unknown-call-id",
     ),
-    "interleave-queued": ("5.2.queue.fifo", "5.2.queue.mid-stream"),
-    "shared-cache": ("5.1.store-false.other-connection",),
+    "interleave-queued": ("5.2.queue.fifo", "5.2.queue.mid-stream", "5.2.lanes.fifo"),
+    "shared-cache": ("5.1.store-false.other-connection", "5.2.lanes.fork-error-keeps-parent"),
     "no-failure-eviction": ("5.1.cache.failed-continuation-evicts",),
     "cache-fifo": ("5.1.cache.lru-order",),
     "store-false-persisted": (
@@ -61,7 +61,7 @@ EXPECTED: Final[dict[str, tuple[str, ...]]] = {
     "inherit-instructions": ("2.1.instructions.not-inherited",),
     "reject-stream-field": ("2.1.request.stream-true-accepted",),
     "accept-background": ("2.1.request.background-rejected",),
-    "drop-queued": ("5.2.queue.fifo", "5.2.queue.no-silent-drop"),
+    "drop-queued": ("5.2.queue.fifo", "5.2.queue.no-silent-drop", "5.2.lanes.fifo"),
 }
 
 

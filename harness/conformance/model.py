@@ -31,6 +31,7 @@ CATEGORIES: dict[str, str] = {
     "cache": "Connection cache",
     "errors": "Errors and limits",
     "http": "HTTP / SSE parity",
+    "lanes": "Named lanes (stream_id)",
 }
 
 

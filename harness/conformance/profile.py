@@ -25,6 +25,7 @@ profile is strict: an unknown key is an error, so a typo never silently disables
     cache_max_bytes = 0                # declared byte bound of the connection cache (0: none)
     lifetime_s = 3600                  # connection lifetime (0: none declared)
     max_message_bytes = 0              # largest accepted client message (0: none declared)
+    max_lanes = 32                     # distinct named lanes per connection (0: unknown)
 
     [timeouts]
     event_s = 10                       # longest wait for any one event
@@ -47,6 +48,8 @@ from typing import Any, Final
 
 EMBEDDED = "embedded"
 CAPABILITIES: Final = ("store", "reasoning", "lanes", "scripted_output", "safety_markers")
+# Named lanes per connection, as documented upstream (PROTOCOL.md §5.2).
+DOCUMENTED_MAX_LANES: Final = 32
 # Longest declared lifetime the lifetime cases will wait out.
 MAX_LIFETIME_WAIT_S: Final = 60.0
 
@@ -64,6 +67,7 @@ _SECTIONS: Final[dict[str, dict[str, type | tuple[type, ...]]]] = {
         "cache_max_bytes": int,
         "lifetime_s": (int, float),
         "max_message_bytes": int,
+        "max_lanes": int,
     },
     "timeouts": {"event_s": (int, float), "case_s": (int, float)},
     "embedded": {"server_profile": str},
@@ -89,6 +93,7 @@ class TargetProfile:
     cache_max_bytes: int = 0
     lifetime_s: float = 0.0
     max_message_bytes: int = 0
+    max_lanes: int = DOCUMENTED_MAX_LANES  # distinct named lanes per connection (0: unknown)
     event_timeout_s: float = 10.0
     case_timeout_s: float = 60.0
     server_profile: str = "zero"  # cost profile of the embedded reference server
@@ -131,6 +136,8 @@ class TargetProfile:
             return None if self.cache_max_bytes else "no cache byte bound declared"
         if requirement == "max_message":
             return None if self.max_message_bytes else "no max message size declared"
+        if requirement == "lane_limit":
+            return None if self.max_lanes else "named-lane limit declared unknown (0)"
         raise ValueError(f"unknown requirement {requirement!r}")
 
     def with_changes(self, **changes: Any) -> TargetProfile:
@@ -149,6 +156,7 @@ class TargetProfile:
             "lifetime_s": self.lifetime_s,
             "lifetime_url": bool(self.lifetime_url),
             "max_message_bytes": self.max_message_bytes,
+            "max_lanes": self.max_lanes,
             "event_timeout_s": self.event_timeout_s,
             "case_timeout_s": self.case_timeout_s,
         }

@@ -81,7 +81,26 @@ HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
     "queue.no_drop": ("MUST", "every create gets a response or an error, never silence"),
     "lanes.echo": ("MUST", "events of a named lane carry its stream_id"),
     "lanes.default_no_stream_id": ("SHOULD", "default-lane events carry no stream_id"),
-    "lanes.invalid": ("MUST", "a malformed stream_id is refused with invalid_stream_id"),
+    "lanes.invalid": (
+        "MUST",
+        "stream_id is 1-256 of [A-Za-z0-9_.-]; a malformed one is refused with invalid_stream_id",
+    ),
+    "lanes.concurrent": ("MUST", "different lanes run concurrently: their responses overlap"),
+    "lanes.fifo": ("MUST", "creates on one lane run in order, one at a time"),
+    "lanes.active_queued": (
+        "MUST",
+        "creates beyond the 16 active responses are queued, not refused",
+    ),
+    "lanes.limit": (
+        "MUST",
+        "a named lane beyond the limit gets websocket_stream_limit_reached (stream_id echoed)",
+    ),
+    "lanes.default_not_counted": ("MUST", "the default lane does not count against the lane limit"),
+    "lanes.fork": ("MUST", "a continuation may name a parent from another lane of the connection"),
+    "lanes.fork_error_keeps_parent": (
+        "MUST",
+        "an errored cross-lane fork does not evict the shared parent from its own lane",
+    ),
     "lifetime.error": ("MUST", "an aged socket gets websocket_connection_limit_reached"),
     "lifetime.close": ("MUST", "the aged socket is closed after the error"),
     "lifetime.close_code": ("MAY", "the lifetime close uses code 1000"),

@@ -140,3 +140,31 @@ def test_exceptions_map_to_target_failures_or_harness_errors() -> None:
     assert grade(AssertionError("no")) == (Verdict.FAIL, ["case.expectation"])
     assert grade(Unimplemented("needs x"))[0] is Verdict.UNIMPLEMENTED
     assert grade(KeyError("bug"))[0] is Verdict.ERROR
+
+
+def test_lane_traffic_files_interleaved_lanes_and_counts_answers() -> None:
+    from types import SimpleNamespace
+
+    from harness.conformance.context import LaneTraffic
+
+    a = [{**e, "stream_id": "a"} for e in canned_events("resp_a")]
+    b = [{**e, "stream_id": "b"} for e in canned_events("resp_b")]
+    refused = {
+        "type": "error",
+        "status": 400,
+        "stream_id": "c",
+        "error": {"type": "invalid_request_error", "code": "x", "message": "m", "param": None},
+    }
+    traffic = LaneTraffic(SimpleNamespace(stream=RecordingStream()))  # type: ignore[arg-type]
+    for event in [a[0], b[0], *a[1:], refused, *b[1:], copy.deepcopy(a[-1])]:  # a stray terminal
+        traffic._file(TimedEvent(event, 0, 0))
+    assert [(x.lane, x.describe()) for x in traffic.answers] == [
+        ("a", "response.completed"),
+        ("c", "error 400 x"),
+        ("b", "response.completed"),
+    ]
+    assert traffic.first("b") == 1 and traffic.first("a", "response.completed") == 9
+    assert traffic.answers_of("b")[0].position == len(traffic.arrivals) - 2
+    assert traffic.answers_of("a")[0].completed and traffic.answers_of("a")[0].response["id"]
+    assert traffic.summary() == "a: response.completed; c: error 400 x; b: response.completed"
+    assert "conn.no_interleave" not in rules(traffic.conn.stream)  # lanes may interleave

@@ -19,15 +19,31 @@ TARGETS = Path(__file__).resolve().parents[2] / "suites" / "targets"
 def test_shipped_profiles_load() -> None:
     reference = load_profile(TARGETS / "reference.toml")
     assert reference.embedded and reference.api_key
-    assert reference.capabilities >= {"store", "reasoning", "scripted_output", "safety_markers"}
+    assert reference.capabilities >= {
+        "store",
+        "reasoning",
+        "lanes",
+        "scripted_output",
+        "safety_markers",
+    }
+    assert reference.max_lanes == 32
     assert reference.cache_depth >= 2 and reference.cache_max_bytes and reference.lifetime_s
     assert Path(reference.server_profile).is_file()  # resolved relative to the TOML file
-    for requirement in ("auth", "http", "lifetime", "cache_lru", "cache_bytes", "max_message"):
+    for requirement in (
+        "auth",
+        "http",
+        "lifetime",
+        "cache_lru",
+        "cache_bytes",
+        "max_message",
+        "lane_limit",
+    ):
         assert reference.missing(requirement) is None, requirement
     example = load_profile(TARGETS / "example-openai.toml")
     assert example.ws_url.startswith("wss://") and example.cache_depth == 1
     assert "longer than" in str(example.missing("lifetime"))
     assert example.missing("scripted_output") is not None
+    assert example.has("lanes") and example.max_lanes == 32  # documented upstream since 2026-08
 
 
 def test_undeclared_means_missing_with_a_reason() -> None:
@@ -36,6 +52,8 @@ def test_undeclared_means_missing_with_a_reason() -> None:
     assert profile.missing("auth") is not None and profile.missing("http") is not None
     assert profile.missing("cache_eviction") is None  # depth 1 is the documented default
     assert profile.with_changes(cache_depth=0).missing("cache_eviction") is not None
+    assert profile.max_lanes == 32 and profile.missing("lane_limit") is None  # as documented
+    assert profile.with_changes(max_lanes=0).missing("lane_limit") is not None
     with pytest.raises(ValueError, match="unknown requirement"):
         profile.missing("teleport")
 
