@@ -26,7 +26,13 @@ from harness.protocol.events import (
     Event,
     missing_fields,
 )
-from harness.protocol.state import ItemPhase, Phase, next_item_phase, next_response_phase
+from harness.protocol.state import (
+    ITEM_TRANSITIONS,
+    ItemPhase,
+    Phase,
+    next_item_phase,
+    next_response_phase,
+)
 
 Level = Literal["MUST", "SHOULD", "INFO"]
 
@@ -112,6 +118,53 @@ _SUMMARY_EVENTS = frozenset(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class _FastDelta:
+    """How `ResponseAccumulator.feed` takes one delta type on its fast path (see `_feed_delta`)."""
+
+    fields: tuple[tuple[str, type], ...]  # every required field, with its one exact JSON type
+    item_type: str  # the item type whose grammar loops on this delta ...
+    phases: tuple[ItemPhase, ...]  # ... in these phases (the phase stays unchanged)
+    sink: Literal["part", "arguments", "none"]  # where the delta text goes
+    part_key: str  # content_index or summary_index (sink "part" only)
+
+
+def _fast_delta(
+    event_type: str, item_type: str, sink: Literal["part", "arguments", "none"]
+) -> _FastDelta:
+    """Derived from the same tables the full path uses, so the two cannot drift apart."""
+    fields = []
+    for name, kinds in EVENT_TYPES[event_type].required.items():
+        assert len(kinds) == 1 and kinds[0] is not bool, (event_type, name)
+        fields.append((name, kinds[0]))
+    table = ITEM_TRANSITIONS[item_type]
+    phases = tuple(p for (p, t), after in table.items() if t == event_type and after is p)
+    assert phases and item_type in STRICT_ITEM_TYPES, event_type
+    part_key = "content_index" if event_type in _CONTENT_EVENTS else "summary_index"
+    assert sink != "part" or event_type in _CONTENT_EVENTS or event_type in _SUMMARY_EVENTS
+    return _FastDelta(tuple(fields), item_type, phases, sink, part_key)
+
+
+# The hot events of every stream. On the happy path each changes nothing but the sequence
+# counter and the text it appends; anything else (a missing field, a wrong type, a gap, an
+# unknown index, a phase the grammar does not loop in) takes the full path, which reports it.
+_FAST_DELTAS: dict[str, _FastDelta] = {
+    "response.output_text.delta": _fast_delta("response.output_text.delta", "message", "part"),
+    "response.refusal.delta": _fast_delta("response.refusal.delta", "message", "part"),
+    "response.reasoning_summary_text.delta": _fast_delta(
+        "response.reasoning_summary_text.delta", "reasoning", "part"
+    ),
+    "response.function_call_arguments.delta": _fast_delta(
+        "response.function_call_arguments.delta", "function_call", "arguments"
+    ),
+    "response.reasoning_text.delta": _fast_delta(
+        "response.reasoning_text.delta", "reasoning", "none"
+    ),
+}
+_IN_PROGRESS = Phase.IN_PROGRESS
+_DONE = Phase.DONE
+
+
 class ResponseAccumulator:
     """Checks and reassembles the events of one response."""
 
@@ -132,11 +185,15 @@ class ResponseAccumulator:
     # -- public surface -------------------------------------------------------------------
     @property
     def done(self) -> bool:
-        return self.phase is Phase.DONE
+        return self.phase is _DONE
 
     def feed(self, event: Mapping[str, Any]) -> None:
-        self.event_count += 1
         event_type = event.get("type")
+        if type(event_type) is str:
+            fast = _FAST_DELTAS.get(event_type)
+            if fast is not None and self._feed_delta(fast, event):
+                return
+        self.event_count += 1
         if not isinstance(event_type, str):
             self._violate("event.schema", "event without a string 'type'", event)
             return
@@ -172,6 +229,46 @@ class ResponseAccumulator:
             if item.item_type == "message"
             for part in item.parts
         )
+
+    def _feed_delta(self, fast: _FastDelta, event: Mapping[str, Any]) -> bool:
+        """Take a delta that breaks no rule, with exactly the effect the full path would have.
+
+        Returns False, having changed nothing, when any check of the full path could report
+        something: the caller then feeds the event through the full path.
+        """
+        for name, kind in fast.fields:
+            if type(event.get(name)) is not kind:
+                return False
+        seq = event["sequence_number"]
+        if (
+            seq != self._next_seq
+            or self.phase is not _IN_PROGRESS
+            or "response" in event  # the full path would treat it as a lifecycle event
+        ):
+            return False
+        index = event["output_index"]
+        items = self.items
+        if not 0 <= index < len(items):
+            return False
+        item = items[index]
+        open_index = self._open_item
+        if (
+            event["item_id"] != item.item_id
+            or (open_index is not None and open_index != index)
+            or item.item_type != fast.item_type
+            or item.phase not in fast.phases
+        ):
+            return False
+        if fast.sink == "part":
+            part_index = event[fast.part_key]
+            if not 0 <= part_index < len(item.parts):
+                return False
+            item.parts[part_index].pieces.append(event["delta"])
+        elif fast.sink == "arguments":
+            item.argument_pieces.append(event["delta"])
+        self.event_count += 1
+        self._next_seq = seq + 1
+        return True
 
     # -- rules ----------------------------------------------------------------------------
     def _violate(self, rule_id: str, message: str, event: Mapping[str, Any] | None = None) -> None:
