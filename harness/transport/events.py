@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import json
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class TimedEvent:
+class TimedEvent(NamedTuple):
+    """One server event and when its last byte was read off the socket.
+
+    A named tuple, not a dataclass: one is built per event on the hot path, and a tuple is
+    built in half the time of a frozen dataclass, immutable all the same.
+    """
+
     event: dict[str, Any]
     received_ns: int  # time.perf_counter_ns() when the frame/SSE event was read off the socket
     size_bytes: int  # bytes of the frame (WS) or of the SSE event block (HTTP)
@@ -48,3 +54,23 @@ class GarbageFrame(TransportError):
     def __init__(self, message: str, raw: bytes | str) -> None:
         super().__init__(message)
         self.raw = raw
+
+
+# the C scanner json.loads calls (JSONDecoder.scan_once is not in the type stubs)
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def loads_json(text: str) -> Any:
+    """`json.loads(text)`, minus its wrapper's cost when `text` is one bare JSON value.
+
+    The C scanner `json.loads` ends up in, called directly; any text it does not consume whole
+    (leading or trailing whitespace, extra data, invalid JSON) goes through `json.loads`, so the
+    result and the errors are exactly those of `json.loads`.
+    """
+    try:
+        value, end = _scan_json(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
+    return value

@@ -7,6 +7,7 @@ output, the function calls to answer), or the request-level error, or the transp
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import time
@@ -18,11 +19,13 @@ from harness.protocol.accumulator import RequestError, ResponseAccumulator, Stre
 from harness.protocol.errors import ApiError
 from harness.protocol.events import LIFECYCLE_TYPES
 from harness.protocol.requests import create_event
-from harness.transport.events import HttpStatusError, TimedEvent, TransportError
+from harness.protocol.state import Phase
+from harness.transport.events import HttpStatusError, TargetTimeout, TimedEvent, TransportError
 from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient
 
 _NOT_OUTPUT = frozenset({*LIFECYCLE_TYPES, "error"})
+_DONE = Phase.DONE
 
 
 @dataclass
@@ -81,12 +84,17 @@ async def ws_exchange(
     timeout_s: float,
     stream: StreamAccumulator | None = None,
 ) -> Exchange:
-    """Send one `response.create` and read until its terminal or its request error."""
+    """Send one `response.create` and read until its terminal or its request error.
+
+    `sent_ns` is when the request's bytes were handed to the socket; `timeout_s` bounds the
+    whole exchange (one deadline, however many events).
+    """
     stream = stream if stream is not None else StreamAccumulator()
     payload = create_event(**body)
     exchange = Exchange(dict(payload), time.perf_counter_ns())
     try:
         exchange.bytes_sent = await client.send_json(payload)
+        exchange.sent_ns = client.last_sent_ns
         await read_until_done(client, exchange, stream, timeout_s=timeout_s)
     except TransportError as exc:
         exchange.transport_error = exc
@@ -96,20 +104,33 @@ async def ws_exchange(
 async def read_until_done(
     client: WsClient, exchange: Exchange, stream: StreamAccumulator, *, timeout_s: float
 ) -> None:
-    """Read events into `exchange` until its response ends or a request error arrives."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        remaining = deadline - time.monotonic()
-        timed = await client.recv(max(remaining, 0.001))
-        exchange.events.append(timed)
-        routed = stream.feed(timed.event)
-        if isinstance(routed, RequestError):
-            exchange.request_error = routed.error
-            return
-        if isinstance(routed, ResponseAccumulator):
-            exchange.response = routed
-            if routed.done:
+    """Read events into `exchange` until its response ends or a request error arrives.
+
+    One deadline for the whole exchange: events already read off the socket are taken without
+    waiting, and only an empty queue waits (until the deadline, never longer).
+    """
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    append = exchange.events.append
+    feed = stream.feed
+    recv_nowait = client.recv_nowait
+    try:
+        while True:
+            timed = recv_nowait()
+            if timed is None:
+                timed = await client.recv_until(deadline)
+            append(timed)
+            routed = feed(timed.event)
+            if isinstance(routed, ResponseAccumulator):
+                exchange.response = routed
+                if routed.phase is _DONE:
+                    return
+            elif isinstance(routed, RequestError):
+                exchange.request_error = routed.error
                 return
+    except TargetTimeout:
+        raise TargetTimeout(f"no terminal event within {timeout_s} s") from None
+    finally:
+        client.clear_deadline()
 
 
 async def sse_exchange(client: SseClient, body: Mapping[str, Any], *, timeout_s: float) -> Exchange:

@@ -1,0 +1,76 @@
+"""Kernel arrival stamps: taken when the bytes arrived, not when they were read."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from harness.transport import sockets
+from harness.transport.sockets import StampingSocket, arrival_ns
+
+needs_kernel_stamps = pytest.mark.skipif(
+    sockets.SO_TIMESTAMPNS is None, reason="no SO_TIMESTAMPNS on this platform"
+)
+
+
+def connected_pair() -> tuple[StampingSocket, socket.socket]:
+    listener = socket.create_server(("127.0.0.1", 0))
+    client = StampingSocket(socket.AF_INET, socket.SOCK_STREAM)
+    client.enable_stamps()
+    client.connect(listener.getsockname())
+    server, _ = listener.accept()
+    listener.close()
+    return client, server
+
+
+@needs_kernel_stamps
+@pytest.mark.parametrize("read", ["recv", "recv_into"])
+def test_a_read_reports_when_its_bytes_arrived(read: str) -> None:
+    client, server = connected_pair()
+    try:
+        for _ in range(3):
+            before_send = time.perf_counter_ns()
+            server.sendall(b"hello")
+            time.sleep(0.05)  # the bytes wait in the kernel
+            before_read = time.perf_counter_ns()
+            if read == "recv":
+                assert client.recv(100) == b"hello"
+            else:
+                buffer = bytearray(100)
+                assert client.recv_into(buffer, 5) == 5 and buffer[:5] == b"hello"
+            if client.rx_ns:  # the first packets after switching stamps on may have none
+                assert before_send <= client.rx_ns < before_read
+    finally:
+        client.close()
+        server.close()
+    assert client.rx_ns, "no kernel stamp on any read"
+
+
+def test_without_a_kernel_stamp_the_arrival_is_now_and_never_goes_back() -> None:
+    before = time.perf_counter_ns()
+    stamp = arrival_ns(None, 0)
+    assert before <= stamp <= time.perf_counter_ns()
+    assert arrival_ns(None, stamp + 10**9) == stamp + 10**9  # monotonic, whatever the clock says
+
+
+def test_a_stamp_from_the_future_is_not_believed() -> None:
+    client, server = connected_pair()
+    try:
+        client.rx_ns = time.perf_counter_ns() + 10**9
+        assert arrival_ns(client, 0) <= time.perf_counter_ns()
+    finally:
+        client.close()
+        server.close()
+
+
+def test_without_the_socket_option_reads_are_plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sockets, "_ANCILLARY_BYTES", 0)
+    client, server = connected_pair()
+    try:
+        server.sendall(b"hi")
+        assert client.recv(10) == b"hi" and client.rx_ns == 0
+    finally:
+        client.close()
+        server.close()
