@@ -523,11 +523,11 @@ _PoolKey = tuple[str, str | None, float]
 class HttpClientPool:
     """Keep-alive HTTP clients handed to rollouts one at a time, reused across rollouts.
 
-    Building an `SseClient` builds an `httpx.AsyncClient`, which loads the CA bundle: ~22 ms of
-    CPU that stalls the event loop, and with it every concurrent rollout's timestamps, once per
-    HTTP rollout. A pool (filled before the measured run with `prefill`) keeps that cost out of
-    the measurements. A client serves one rollout at a time (its byte counters stay per
-    rollout), like an agent process that keeps its HTTP client across tasks.
+    Building an `SseClient` is cheap (its TLS context is built once per process), so the pool
+    is no longer needed to keep a ~22 ms event-loop stall out of the measurements; it keeps each
+    client's keep-alive connection open across rollouts, like an agent process that keeps its
+    HTTP client across tasks. A client serves one rollout at a time (its byte counters stay per
+    rollout).
     """
 
     def __init__(self) -> None:

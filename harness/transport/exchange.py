@@ -134,23 +134,34 @@ async def read_until_done(
 
 
 async def sse_exchange(client: SseClient, body: Mapping[str, Any], *, timeout_s: float) -> Exchange:
-    """POST one streaming request and read its SSE events to the end."""
+    """POST one streaming request and read its SSE events to the end.
+
+    `sent_ns` is when the request's bytes were handed to the socket.
+    """
     exchange = Exchange(dict(body), time.perf_counter_ns())
     accumulator = ResponseAccumulator()
+    limit_ns = exchange.sent_ns + int(timeout_s * 1e9)
+
+    def sent(at_ns: int) -> None:
+        exchange.sent_ns = at_ns
+
+    stream = client.stream(body, on_sent=sent)
     try:
-        async for timed in client.stream(body):
+        async for timed in stream:
             exchange.events.append(timed)
             if timed.type == "error" and accumulator.event_count == 0:
                 exchange.request_error = ApiError.from_event(timed.event)
                 continue
             accumulator.feed(timed.event)
             exchange.response = accumulator
-            if (time.perf_counter_ns() - exchange.sent_ns) / 1e9 > timeout_s:
+            if timed.received_ns > limit_ns:
                 raise TransportError(f"stream still running after {timeout_s} s")
     except HttpStatusError as exc:
         exchange.request_error = error_from_http(exc)
     except TransportError as exc:
         exchange.transport_error = exc
+    finally:
+        await stream.aclose()  # hands the connection back (or closes it) now, not at GC
     return exchange
 
 

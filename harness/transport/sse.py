@@ -1,27 +1,45 @@
 """HTTP client for the baseline: `POST /v1/responses` as SSE or JSON, and retrieve.
 
-SSE is parsed from raw bytes (only `event:` and `data:` lines matter, as in the official SDK),
-each event stamped at arrival. Every request has a timeout; errors before the stream are
+HTTP/1.1 by h11 over asyncio, with a small keep-alive pool per client (one base URL): building a
+client costs nothing (no TLS context per client: one per process, built on first https use), so
+a client per rollout is fine. Every wait is bounded: a free connection, the connect (and TLS
+handshake), the response head, each read of the body. Errors before the stream are
 `HttpStatusError` with the body.
+
+SSE is parsed from the de-chunked body bytes: blocks end at a blank line (LF or CRLF), only
+`data:` lines matter (as in the official SDK; `[DONE]` is skipped), each event is stamped with
+the arrival of the bytes that completed it. Stamps are taken at the socket (`sockets.py`: the
+kernel's receive time, else the moment the event loop hands the bytes over), and the request's
+send stamp right before its bytes are written (`stream(on_sent=...)`).
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import collections
 import time
-from collections.abc import AsyncIterator, Mapping
+import urllib.parse
+import zlib
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
-import httpx
+import h11
 
 from harness.protocol import wire
 from harness.transport.events import (
     GarbageFrame,
     HttpStatusError,
+    TargetClosed,
     TargetTimeout,
     TimedEvent,
     TransportError,
+    loads_json,
 )
+from harness.transport.sockets import StampingSocket, arrival_ns, open_socket, ssl_context
+
+MAX_BODY_BYTES = 64 * 1024 * 1024  # a JSON or error body larger than this is refused
+_HIGH_WATER_BYTES = 4 * 1024 * 1024  # unread bytes before reading pauses
+_LOW_WATER_BYTES = 1024 * 1024
 
 
 class SseClient:
@@ -33,18 +51,32 @@ class SseClient:
         timeout_s: float = 30.0,
         max_connections: int = 256,
     ) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {base_url!r}")
         self.base_url = base_url.rstrip("/")
-        self.client = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout_s),
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
-        )
+        self.timeout_s = timeout_s
+        self.max_connections = max(1, max_connections)
+        self._secure = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if self._secure else 80)
+        self._prefix = parts.path.rstrip("/")
+        netloc = parts.netloc.rsplit("@", 1)[-1]
+        headers = [
+            (b"host", netloc.encode() if netloc.isascii() else netloc.encode("idna")),
+            (b"user-agent", b"wsmode"),
+            (b"accept-encoding", b"identity"),
+        ]
+        if api_key:
+            headers.append((b"authorization", f"Bearer {api_key}".encode()))
+        self._headers = headers
+        self._idle: list[_Connection] = []  # keep-alive connections, most recent last
+        self._open = 0  # connections in use or idle
+        self._slot_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._closed = False
         self.bytes_sent = 0
         self.bytes_received = 0
+        self.connections_opened = 0  # TCP connections made (keep-alive reuse keeps this low)
 
     async def __aenter__(self) -> SseClient:
         return self
@@ -53,76 +85,522 @@ class SseClient:
         await self.close()
 
     async def close(self) -> None:
-        await self.client.aclose()
+        self._closed = True
+        while self._idle:
+            self._idle.pop().close()
+            self._open -= 1
 
-    async def stream(self, body: Mapping[str, Any]) -> AsyncIterator[TimedEvent]:
-        """POST with stream:true; yields events until the server ends the stream."""
+    # -- requests --------------------------------------------------------------------------------
+    async def stream(
+        self, body: Mapping[str, Any], *, on_sent: Callable[[int], None] | None = None
+    ) -> AsyncGenerator[TimedEvent, None]:
+        """POST with stream:true; yields events until the server ends the stream.
+
+        `on_sent` gets the request's send stamp (perf_counter_ns as its bytes went out).
+        """
         content = wire.dumps({**body, "stream": True}).encode()
         self.bytes_sent += len(content)
+        request = self._request(b"POST", "/responses", content, b"text/event-stream")
+        connection, response, sent_ns = await self._open_exchange(request)
+        if on_sent is not None:
+            on_sent(sent_ns)
+        reusable = False
         try:
-            async with self.client.stream(
-                "POST", "/responses", content=content, headers={"content-type": "application/json"}
-            ) as response:
-                if response.status_code != 200:
-                    raw = await response.aread()
-                    self.bytes_received += len(raw)
-                    raise HttpStatusError(response.status_code, raw, dict(response.headers))
-                buffer = b""
-                async for chunk in response.aiter_raw():
-                    received_ns = time.perf_counter_ns()
-                    self.bytes_received += len(chunk)
-                    buffer += chunk
-                    while True:
-                        end = buffer.find(b"\n\n")
-                        if end < 0:
-                            break
-                        block, buffer = buffer[:end], buffer[end + 2 :]
-                        event = _parse_block(block)
-                        if event is not None:
-                            yield TimedEvent(event, received_ns, len(block) + 2)
-        except httpx.TimeoutException:
-            raise TargetTimeout("HTTP request timed out") from None
-        except httpx.HTTPError as exc:
-            raise TransportError(f"HTTP transport error: {exc}") from None
+            if not 200 <= response.status_code < 300:
+                raw = await self._read_body(connection)
+                reusable = connection.finish()
+                raise HttpStatusError(response.status_code, raw, _headers(response))
+            decoder = _decoder(response)
+            parser = SseParser()
+            while True:
+                event = await self._next_body_event(connection)
+                if type(event) is h11.Data:
+                    data = bytes(event.data)
+                    self.bytes_received += len(data)
+                    if decoder is not None:
+                        data = _decompress(decoder, data)
+                    received_ns = connection.chunk_ns
+                    for raw, size in parser.feed(data):
+                        yield TimedEvent(_event(raw), received_ns, size)
+                elif type(event) is h11.EndOfMessage:
+                    break
+            if decoder is not None:
+                tail = _decompress(decoder, None)
+                if tail:
+                    for raw, size in parser.feed(tail):
+                        yield TimedEvent(_event(raw), connection.chunk_ns, size)
+            for raw, size in parser.end():
+                yield TimedEvent(_event(raw), connection.chunk_ns, size)
+            reusable = connection.finish()
+        finally:
+            self._release(connection, reusable)
 
     async def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """POST without streaming; returns the Response object."""
-        return await self._json("POST", "/responses", body)
+        content = wire.dumps(body).encode()
+        self.bytes_sent += len(content)
+        return await self._json(self._request(b"POST", "/responses", content, b"application/json"))
 
     async def retrieve(self, response_id: str) -> dict[str, Any]:
-        return await self._json("GET", f"/responses/{response_id}", None)
+        target = "/responses/" + urllib.parse.quote(response_id, safe="")
+        return await self._json(self._request(b"GET", target, None, b"application/json"))
 
-    async def _json(self, method: str, path: str, body: Mapping[str, Any] | None) -> dict[str, Any]:
-        content = wire.dumps(body).encode() if body is not None else None
+    async def _json(self, request: _Request) -> dict[str, Any]:
+        connection, response, _ = await self._open_exchange(request)
+        reusable = False
         try:
-            response = await self.client.request(
-                method, path, content=content, headers={"content-type": "application/json"}
-            )
-        except httpx.TimeoutException:
-            raise TargetTimeout(f"{method} {path} timed out") from None
-        except httpx.HTTPError as exc:
-            raise TransportError(f"HTTP transport error: {exc}") from None
-        self.bytes_received += len(response.content)
-        if response.status_code != 200:
-            raise HttpStatusError(response.status_code, response.content, dict(response.headers))
+            raw = await self._read_body(connection)
+            reusable = connection.finish()
+        finally:
+            self._release(connection, reusable)
+        if not 200 <= response.status_code < 300:
+            raise HttpStatusError(response.status_code, raw, _headers(response))
+        decoder = _decoder(response)
+        if decoder is not None:
+            raw = _decompress(decoder, raw) + _decompress(decoder, None)
         try:
-            payload = response.json()
+            payload = loads_json(raw.decode())
         except ValueError:
-            raise GarbageFrame("a response body that is not JSON", response.content) from None
+            raise GarbageFrame("a response body that is not JSON", raw) from None
         if not isinstance(payload, dict):
-            raise GarbageFrame("a response body that is not a JSON object", response.content)
+            raise GarbageFrame("a response body that is not a JSON object", raw)
         return payload
 
+    def _request(self, method: bytes, path: str, content: bytes | None, accept: bytes) -> _Request:
+        headers = [*self._headers, (b"accept", accept)]
+        if content is not None:
+            headers.append((b"content-type", b"application/json"))
+            headers.append((b"content-length", str(len(content)).encode()))
+        return _Request(method, (self._prefix + path).encode(), headers, content)
 
-def _parse_block(block: bytes) -> dict[str, Any] | None:
-    data_lines = [line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:")]
-    if not data_lines:
-        return None
-    raw = b"\n".join(data_lines)
+    # -- one exchange on a pooled connection -----------------------------------------------------
+    async def _open_exchange(self, request: _Request) -> tuple[_Connection, h11.Response, int]:
+        """Send `request` on a keep-alive connection and read the response head.
+
+        A reused connection the server closed while it sat idle (nothing of a response came)
+        is replaced by a new one, once.
+        """
+        for attempt in (1, 2):
+            connection, reused = await self._acquire()
+            try:
+                sent_ns = await connection.send_request(request, self.timeout_s)
+                response = await self._read_head(connection)
+            except _ClosedBeforeResponse as exc:
+                self._release(connection, False)
+                if reused and attempt == 1:
+                    continue
+                raise TargetClosed(f"connection closed before the response: {exc}") from None
+            except BaseException:
+                self._release(connection, False)
+                raise
+            return connection, response, sent_ns
+        raise AssertionError("unreachable")
+
+    async def _read_head(self, connection: _Connection) -> h11.Response:
+        while True:
+            event = await self._next_event(connection, "response head")
+            if type(event) is h11.Response:
+                return event
+            if type(event) is h11.ConnectionClosed:
+                raise _ClosedBeforeResponse("the server closed the connection")
+
+    async def _next_body_event(self, connection: _Connection) -> Any:
+        event = await self._next_event(connection, "response data")
+        if type(event) is h11.ConnectionClosed:
+            raise TargetClosed("the server closed the connection mid-response")
+        return event
+
+    async def _next_event(self, connection: _Connection, what: str) -> Any:
+        """The next h11 event, reading (bounded) as needed; protocol errors as TransportError."""
+        h11_connection = connection.h11
+        while True:
+            try:
+                event = h11_connection.next_event()
+            except h11.RemoteProtocolError as exc:
+                if connection.received == 0 and connection.eof:
+                    raise _ClosedBeforeResponse(str(exc)) from None
+                if connection.eof:
+                    raise TargetClosed(f"the server closed the connection: {exc}") from None
+                raise TransportError(f"malformed HTTP response: {exc}") from None
+            if event is not h11.NEED_DATA:
+                return event
+            data = await connection.read(self.timeout_s, what)
+            try:
+                h11_connection.receive_data(data)
+            except RuntimeError as exc:
+                raise TransportError(f"HTTP connection unusable: {exc}") from None
+
+    async def _read_body(self, connection: _Connection) -> bytes:
+        pieces: list[bytes] = []
+        size = 0
+        while True:
+            event = await self._next_body_event(connection)
+            if type(event) is h11.Data:
+                pieces.append(bytes(event.data))
+                size += len(event.data)
+                self.bytes_received += len(event.data)
+                if size > MAX_BODY_BYTES:
+                    raise TransportError(f"response body over {MAX_BODY_BYTES} bytes")
+            elif type(event) is h11.EndOfMessage:
+                return b"".join(pieces)
+
+    # -- the pool -------------------------------------------------------------------------------
+    async def _acquire(self) -> tuple[_Connection, bool]:
+        """(a connection, whether it is a reused one); waits (bounded) for a free slot."""
+        if self._closed:
+            raise TransportError("the client is closed")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
+        while True:
+            while self._idle:
+                connection = self._idle.pop()
+                if connection.idle_ok():
+                    return connection, True
+                connection.close()
+                self._open -= 1
+            if self._open < self.max_connections:
+                break
+            waiter = loop.create_future()
+            self._slot_waiters.append(waiter)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await waiter
+            except TimeoutError:
+                raise TargetTimeout(
+                    f"no free connection within {self.timeout_s} s ({self.max_connections} in use)"
+                ) from None
+            finally:
+                if waiter in self._slot_waiters:
+                    self._slot_waiters.remove(waiter)
+        self._open += 1
+        try:
+            connection = await self._connect()
+        except BaseException:
+            self._open -= 1
+            self._wake_slot_waiter()
+            raise
+        return connection, False
+
+    async def _connect(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        where = f"{self._host}:{self._port}"
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                sock = await open_socket(self._host, self._port)
+                try:
+                    protocol = _StampingProtocol(sock)
+                    if self._secure:
+                        await loop.create_connection(
+                            lambda: protocol,
+                            sock=sock,
+                            ssl=ssl_context(),
+                            server_hostname=self._host,
+                            ssl_handshake_timeout=self.timeout_s,
+                        )
+                    else:
+                        await loop.create_connection(lambda: protocol, sock=sock)
+                except BaseException:
+                    sock.close()
+                    raise
+        except TimeoutError:
+            raise TargetTimeout(f"cannot connect to {where} within {self.timeout_s} s") from None
+        except OSError as exc:
+            raise TransportError(f"cannot connect to {where}: {exc}") from None
+        self.connections_opened += 1
+        return _Connection(protocol)
+
+    def _release(self, connection: _Connection, reusable: bool) -> None:
+        if reusable and not self._closed and connection.idle_ok():
+            self._idle.append(connection)
+        else:
+            connection.close()
+            self._open -= 1
+        self._wake_slot_waiter()
+
+    def _wake_slot_waiter(self) -> None:
+        while self._slot_waiters:
+            waiter = self._slot_waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+
+class _ClosedBeforeResponse(Exception):
+    """The connection ended before any byte of a response."""
+
+
+class _Request:
+    __slots__ = ("content", "headers", "method", "target")
+
+    def __init__(
+        self,
+        method: bytes,
+        target: bytes,
+        headers: list[tuple[bytes, bytes]],
+        content: bytes | None,
+    ) -> None:
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.content = content
+
+
+class _StampingProtocol(asyncio.Protocol):
+    """Bytes in, each chunk with its arrival stamp; flow control both ways."""
+
+    def __init__(self, sock: StampingSocket) -> None:
+        self.sock = sock
+        self.transport: asyncio.Transport | None = None
+        self.chunks: collections.deque[tuple[bytes, int]] = collections.deque()
+        self.buffered = 0
+        self.last_ns = 0
+        self.eof = False
+        self.lost = False
+        self.error: Exception | None = None
+        self.reading_paused = False
+        self.writing_paused = False
+        self.waiter: asyncio.Future[None] | None = None
+        self.drain_waiter: asyncio.Future[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.last_ns = arrival_ns(self.sock, self.last_ns)
+        self.chunks.append((data, self.last_ns))
+        self.buffered += len(data)
+        self._wake()
+        if self.buffered > _HIGH_WATER_BYTES and not self.reading_paused:
+            self.reading_paused = True
+            assert self.transport is not None
+            self.transport.pause_reading()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.eof = True
+        self.error = exc
+        self._wake()
+        if self.drain_waiter is not None and not self.drain_waiter.done():
+            self.drain_waiter.set_result(None)
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        if self.drain_waiter is not None and not self.drain_waiter.done():
+            self.drain_waiter.set_result(None)
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    def pop(self) -> tuple[bytes, int] | None:
+        if not self.chunks:
+            return None
+        chunk = self.chunks.popleft()
+        self.buffered -= len(chunk[0])
+        if self.reading_paused and self.buffered <= _LOW_WATER_BYTES:
+            self.reading_paused = False
+            assert self.transport is not None
+            self.transport.resume_reading()
+        return chunk
+
+
+class _Connection:
+    """One keep-alive HTTP/1.1 connection: h11's state machine over a stamping protocol."""
+
+    def __init__(self, protocol: _StampingProtocol) -> None:
+        self.protocol = protocol
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.chunk_ns = 0  # arrival of the chunk h11 was fed last
+        self.received = 0  # bytes received for the current exchange
+        self.eof = False  # h11 has been told the stream ended
+
+    def idle_ok(self) -> bool:
+        """A pooled connection still usable: open, idle, and nothing unexpected received."""
+        protocol = self.protocol
+        return (
+            not protocol.eof
+            and not protocol.chunks
+            and protocol.transport is not None
+            and not protocol.transport.is_closing()
+            and self.h11.our_state is h11.IDLE
+            and self.h11.their_state is h11.IDLE
+        )
+
+    async def send_request(self, request: _Request, timeout_s: float) -> int:
+        """Write the request; returns the stamp taken right before its bytes were written."""
+        h = self.h11
+        data = h.send(
+            h11.Request(method=request.method, target=request.target, headers=request.headers)
+        )
+        assert data is not None
+        if request.content is not None:
+            body = h.send(h11.Data(data=request.content))
+            assert body is not None
+            data += body
+        end = h.send(h11.EndOfMessage())
+        assert end is not None
+        data += end
+        self.received = 0
+        protocol = self.protocol
+        transport = protocol.transport
+        if transport is None or protocol.lost or transport.is_closing():
+            raise _ClosedBeforeResponse("the connection is closed")
+        sent_ns = time.perf_counter_ns()
+        transport.write(data)
+        if protocol.writing_paused:
+            loop = asyncio.get_running_loop()
+            protocol.drain_waiter = loop.create_future()
+            try:
+                async with asyncio.timeout(timeout_s):
+                    await protocol.drain_waiter
+            except TimeoutError:
+                raise TargetTimeout(f"request not written within {timeout_s} s") from None
+            finally:
+                protocol.drain_waiter = None
+        return sent_ns
+
+    async def read(self, timeout_s: float, what: str) -> bytes:
+        """The next chunk received (b"" at the end of the stream); TargetTimeout when none comes."""
+        protocol = self.protocol
+        chunk = protocol.pop()
+        if chunk is None:
+            if protocol.eof:
+                self.eof = True
+                return b""
+            protocol.waiter = asyncio.get_running_loop().create_future()
+            try:
+                async with asyncio.timeout(timeout_s):
+                    await protocol.waiter
+            except TimeoutError:
+                raise TargetTimeout(f"no {what} within {timeout_s} s") from None
+            finally:
+                protocol.waiter = None
+            chunk = protocol.pop()
+            if chunk is None:
+                self.eof = True
+                return b""
+        data, self.chunk_ns = chunk
+        self.received += len(data)
+        return data
+
+    def finish(self) -> bool:
+        """After a complete response: ready the next cycle; whether the connection is reusable."""
+        h = self.h11
+        if h.our_state is h11.DONE and h.their_state is h11.DONE:
+            h.start_next_cycle()
+            return True
+        return False
+
+    def close(self) -> None:
+        transport = self.protocol.transport
+        if transport is not None and not transport.is_closing():
+            transport.close()
+
+
+def _headers(response: h11.Response) -> dict[str, str]:
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in response.headers}
+
+
+def _decoder(response: h11.Response) -> Any:
+    """A zlib decompressor for a gzip/deflate body (not asked for, but sent by some servers)."""
+    for name, value in response.headers:
+        if name == b"content-encoding":
+            encoding = value.strip().lower()
+            if encoding in (b"", b"identity"):
+                return None
+            if encoding in (b"gzip", b"x-gzip"):
+                return zlib.decompressobj(16 + zlib.MAX_WBITS)
+            if encoding == b"deflate":
+                return zlib.decompressobj()
+            raise TransportError(f"unsupported content-encoding {encoding.decode('latin-1')}")
+    return None
+
+
+def _decompress(decoder: Any, data: bytes | None) -> bytes:
+    """More of a compressed body (None: the rest); GarbageFrame when it does not decompress."""
     try:
-        event = json.loads(raw)
-    except ValueError:
+        return bytes(decoder.decompress(data) if data is not None else decoder.flush())
+    except zlib.error:
+        raise GarbageFrame("a response body that does not decompress", data or b"") from None
+
+
+def _event(raw: bytes) -> dict[str, Any]:
+    try:
+        event = loads_json(raw.decode())
+    except ValueError:  # includes invalid UTF-8
         raise GarbageFrame("an SSE data line that is not JSON", raw) from None
     if not isinstance(event, dict):
         raise GarbageFrame("an SSE event that is not a JSON object", raw)
     return event
+
+
+class SseParser:
+    """Incremental SSE framing: bytes in, (data payload, block size) out per complete event.
+
+    Blocks end at a blank line; lines end in LF, CRLF or CR (a CR at the end of a chunk waits
+    for the next one, in case an LF follows). Only `data:` lines are kept (joined by LF, leading
+    spaces dropped); blocks without data (comments, `event:`-only, keep-alives) and the
+    `[DONE]` sentinel yield nothing.
+    """
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.cr_pending = False
+
+    def feed(self, data: bytes) -> list[tuple[bytes, int]]:
+        if self.cr_pending:
+            data = b"\r" + data
+            self.cr_pending = False
+        if b"\r" in data:
+            if data.endswith(b"\r"):
+                data = data[:-1]
+                self.cr_pending = True
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        buffer = self.buffer + data if self.buffer else data
+        out: list[tuple[bytes, int]] = []
+        start = 0
+        while True:
+            end = buffer.find(b"\n\n", start)
+            if end < 0:
+                break
+            raw = _block_data(buffer[start:end])
+            if raw is not None:
+                out.append((raw, end - start + 2))
+            start = end + 2
+        self.buffer = buffer[start:] if start else buffer
+        return out
+
+    def end(self) -> list[tuple[bytes, int]]:
+        """At the end of the body: a last block without its blank line still counts."""
+        rest = self.buffer + (b"\n" if self.cr_pending else b"")
+        self.buffer = b""
+        self.cr_pending = False
+        if not rest.strip():
+            return []
+        raw = _block_data(rest.rstrip(b"\n"))
+        return [(raw, len(rest))] if raw is not None else []
+
+
+def _block_data(block: bytes) -> bytes | None:
+    if block.startswith(b"event:"):  # the usual shape: one event line, one data line
+        newline = block.find(b"\n")
+        rest = block[newline + 1 :] if newline >= 0 else b""
+        if rest.startswith(b"data:") and b"\n" not in rest:
+            return _data(rest[5:].lstrip())
+    data_lines = [line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:")]
+    if not data_lines:
+        return None
+    return _data(b"\n".join(data_lines))
+
+
+def _data(raw: bytes) -> bytes | None:
+    return None if raw == b"[DONE]" else raw
