@@ -118,11 +118,14 @@ _SUMMARY_EVENTS = frozenset(
 )
 
 
+_CORE_DELTA_FIELDS = {"sequence_number": int, "output_index": int, "item_id": str, "delta": str}
+
+
 @dataclass(frozen=True, slots=True)
 class _FastDelta:
     """How `ResponseAccumulator.feed` takes one delta type on its fast path (see `_feed_delta`)."""
 
-    fields: tuple[tuple[str, type], ...]  # every required field, with its one exact JSON type
+    extra_fields: tuple[tuple[str, type], ...]  # required fields beyond the core four, typed
     item_type: str  # the item type whose grammar loops on this delta ...
     phases: tuple[ItemPhase, ...]  # ... in these phases (the phase stays unchanged)
     sink: Literal["part", "arguments", "none"]  # where the delta text goes
@@ -133,16 +136,23 @@ def _fast_delta(
     event_type: str, item_type: str, sink: Literal["part", "arguments", "none"]
 ) -> _FastDelta:
     """Derived from the same tables the full path uses, so the two cannot drift apart."""
-    fields = []
-    for name, kinds in EVENT_TYPES[event_type].required.items():
+    extra = []
+    required = EVENT_TYPES[event_type].required
+    for name, kind in _CORE_DELTA_FIELDS.items():
+        assert required.get(name) == (kind,), (event_type, name)
+    for name, kinds in required.items():
         assert len(kinds) == 1 and kinds[0] is not bool, (event_type, name)
-        fields.append((name, kinds[0]))
+        if name not in _CORE_DELTA_FIELDS:
+            extra.append((name, kinds[0]))
     table = ITEM_TRANSITIONS[item_type]
     phases = tuple(p for (p, t), after in table.items() if t == event_type and after is p)
     assert phases and item_type in STRICT_ITEM_TYPES, event_type
     part_key = "content_index" if event_type in _CONTENT_EVENTS else "summary_index"
-    assert sink != "part" or event_type in _CONTENT_EVENTS or event_type in _SUMMARY_EVENTS
-    return _FastDelta(tuple(fields), item_type, phases, sink, part_key)
+    assert sink != "part" or (
+        (event_type in _CONTENT_EVENTS or event_type in _SUMMARY_EVENTS)
+        and (part_key, int) in extra
+    )
+    return _FastDelta(tuple(extra), item_type, phases, sink, part_key)
 
 
 # The hot events of every stream. On the happy path each changes nothing but the sequence
@@ -236,36 +246,45 @@ class ResponseAccumulator:
         Returns False, having changed nothing, when any check of the full path could report
         something: the caller then feeds the event through the full path.
         """
-        for name, kind in fast.fields:
-            if type(event.get(name)) is not kind:
-                return False
-        seq = event["sequence_number"]
+        get = event.get
+        seq = get("sequence_number")
+        index = get("output_index")
+        item_id = get("item_id")
+        delta = get("delta")
         if (
-            seq != self._next_seq
+            type(seq) is not int
+            or type(index) is not int
+            or type(item_id) is not str
+            or type(delta) is not str
+            or seq != self._next_seq
             or self.phase is not _IN_PROGRESS
             or "response" in event  # the full path would treat it as a lifecycle event
         ):
             return False
-        index = event["output_index"]
+        for name, kind in fast.extra_fields:
+            if type(get(name)) is not kind:
+                return False
         items = self.items
         if not 0 <= index < len(items):
             return False
         item = items[index]
         open_index = self._open_item
         if (
-            event["item_id"] != item.item_id
+            item_id != item.item_id
             or (open_index is not None and open_index != index)
             or item.item_type != fast.item_type
             or item.phase not in fast.phases
         ):
             return False
-        if fast.sink == "part":
+        sink = fast.sink
+        if sink == "part":
             part_index = event[fast.part_key]
-            if not 0 <= part_index < len(item.parts):
+            parts = item.parts
+            if not 0 <= part_index < len(parts):
                 return False
-            item.parts[part_index].pieces.append(event["delta"])
-        elif fast.sink == "arguments":
-            item.argument_pieces.append(event["delta"])
+            parts[part_index].pieces.append(delta)
+        elif sink == "arguments":
+            item.argument_pieces.append(delta)
         self.event_count += 1
         self._next_seq = seq + 1
         return True
@@ -547,7 +566,8 @@ class StreamAccumulator:
 
     def feed(self, event: Mapping[str, Any]) -> ResponseAccumulator | RequestError | None:
         """Route one event; returns the response it belongs to, or the request error."""
-        lane = event.get("stream_id") if isinstance(event.get("stream_id"), str) else None
+        stream_id = event.get("stream_id")
+        lane = stream_id if isinstance(stream_id, str) else None
         active = self.current.get(lane)
         event_type = event.get("type")
         if event_type == "error" and (
@@ -574,7 +594,7 @@ class StreamAccumulator:
             active = ResponseAccumulator(raise_on=self.raise_on)
             self.current[lane] = active
         active.feed(event)
-        if active.done:
+        if active.phase is _DONE:
             del self.current[lane]
             self.finished.append(active)
             if self.on_response is not None:

@@ -166,16 +166,15 @@ FIELDS = (
 )
 ODD_VALUES = [None, -1, 0, 1, 2, 3, 7, True, False, 1.0, "x", "msg_1", "rs_1", "fc_1", [], {}]
 VALUES = st.sampled_from(ODD_VALUES)
-DELTA_TYPES = st.sampled_from(
-    [
-        "response.output_text.delta",
-        "response.refusal.delta",
-        "response.reasoning_summary_text.delta",
-        "response.function_call_arguments.delta",
-        "response.reasoning_text.delta",
-        "response.custom_tool_call_input.delta",
-    ]
-)
+DELTA_KINDS = [
+    "response.output_text.delta",
+    "response.refusal.delta",
+    "response.reasoning_summary_text.delta",
+    "response.function_call_arguments.delta",
+    "response.reasoning_text.delta",
+    "response.custom_tool_call_input.delta",
+]
+DELTA_TYPES = st.sampled_from(DELTA_KINDS)
 MUTATION = st.one_of(
     st.tuples(st.just("delete"), st.integers(0, 200)),
     st.tuples(st.just("duplicate"), st.integers(0, 200)),
@@ -235,13 +234,33 @@ def test_every_field_of_every_delta_set_to_every_odd_value() -> None:
                 assert_same(events)
 
 
-def test_every_delta_moved_anywhere_in_sequence() -> None:
+def test_every_event_moved_anywhere_in_sequence() -> None:
     base = every_delta_kind()
-    for i in delta_positions(base):
+    for i in range(len(base)):
         for j in range(len(base)):
             events = copy.deepcopy(base)
             events.insert(j, events.pop(i))
             assert_same(renumber(events))
+
+
+def test_an_error_event_inside_the_response_at_every_position() -> None:
+    base = every_delta_kind()
+    error = {"type": "error", "error": {"type": "server_error", "code": None, "message": "x"}}
+    for i in range(len(base) + 1):
+        events = copy.deepcopy(base)
+        events.insert(i, copy.deepcopy(error))
+        assert_same(renumber(events))
+
+
+def test_every_delta_retyped_as_every_other_delta() -> None:
+    base = every_delta_kind()
+    for i in delta_positions(base):
+        for kind in DELTA_KINDS:
+            events = copy.deepcopy(base)
+            event = events[i]
+            index = event.get("content_index", event.get("summary_index", 0))
+            event.update(type=kind, content_index=index, summary_index=index, logprobs=[])
+            assert_same(events)
 
 
 def test_non_dict_events_and_odd_types_are_left_to_the_full_path() -> None:
