@@ -55,6 +55,12 @@ Payload = bytes | bytearray | memoryview
 Message = tuple[Payload, bool, int]  # payload, is text, arrival (perf_counter_ns)
 
 
+class Binary(tuple[Payload]):
+    """A binary message in the queue (text messages are queued as their bare payload)."""
+
+    __slots__ = ()
+
+
 class StampedConnection(ClientConnection):
     """A client connection that stamps messages at the socket and queues them itself.
 
@@ -69,7 +75,9 @@ class StampedConnection(ClientConnection):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.sock: StampingSocket | None = None  # the source of kernel arrival stamps, if any
-        self.inbox: deque[Message] = deque()
+        # unread messages and their arrival stamps, side by side (no tuple per message)
+        self.inbox: deque[Payload | Binary] = deque()
+        self.arrivals: deque[int] = deque()
         self.inbox_bytes = 0
         self.waiter: asyncio.Future[None] | None = None  # the one reader waiting, if any
         self.chunk_ns = 0  # arrival of the chunk being parsed
@@ -109,6 +117,7 @@ class StampedConnection(ClientConnection):
         limit = max_size if max_size is not None else 1 << 63
         fragmenting = self.protocol.cur_size is not None
         append = self.inbox.append
+        append_arrival = self.arrivals.append
         stamp = self.chunk_ns
         queued = 0
         pos = 0
@@ -142,7 +151,8 @@ class StampedConnection(ClientConnection):
                 need = end - pos
                 break
             if b0 == 0x81 and b1 < 0x80 and not fragmenting:
-                append((buffer[pos + header : end], True, stamp))
+                append(buffer[pos + header : end])
+                append_arrival(stamp)
                 queued += length
                 pos = end
                 continue
@@ -203,19 +213,27 @@ class StampedConnection(ClientConnection):
             super().process_event(event)  # pongs; pings and closes are answered by the protocol
 
     def _queue(self, data: Payload, text: bool) -> None:
-        self.inbox.append((data, text, self.chunk_ns))
+        self.inbox.append(data if text else Binary((data,)))
+        self.arrivals.append(self.chunk_ns)
         self._queued(len(data))
 
     def pop(self) -> Message | None:
         """The oldest unread message, or None; never waits."""
         if not self.inbox:
             return None
-        message = self.inbox.popleft()
-        self.inbox_bytes -= len(message[0])
+        data = self.inbox.popleft()
+        received_ns = self.arrivals.popleft()
+        if isinstance(data, Binary):
+            self.dequeued(len(data[0]))
+            return data[0], False, received_ns
+        self.dequeued(len(data))
+        return data, True, received_ns
+
+    def dequeued(self, size: int) -> None:
+        self.inbox_bytes -= size
         if self.reading_paused and self.inbox_bytes <= LOW_WATER_BYTES:
             self.reading_paused = False
             self.transport.resume_reading()
-        return message
 
     def wake(self) -> None:
         waiter = self.waiter
@@ -319,16 +337,23 @@ class WsClient:
     # -- receiving -----------------------------------------------------------------------------
     def recv_nowait(self) -> TimedEvent | None:
         """The next event already read off the socket, or None. GarbageFrame for a bad frame."""
-        message = self.connection.pop()
-        if message is None:
+        connection = self.connection
+        inbox = connection.inbox
+        if not inbox:
             return None
-        data, text, received_ns = message
-        size = len(data)
-        self.bytes_received += size
-        if not text:
-            raw = bytes(data)
+        data = inbox.popleft()
+        received_ns = connection.arrivals.popleft()
+        if isinstance(data, Binary):
+            raw = bytes(data[0])
+            connection.dequeued(len(raw))
+            self.bytes_received += len(raw)
             self.observe("recv", raw, received_ns)
             raise GarbageFrame("binary frame from the server", raw)
+        size = len(data)
+        connection.inbox_bytes -= size
+        if connection.reading_paused:
+            connection.dequeued(0)
+        self.bytes_received += size
         try:
             decoded = str(data, "utf-8")
         except UnicodeDecodeError as exc:

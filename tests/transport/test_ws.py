@@ -46,7 +46,7 @@ def mixed_stream() -> tuple[bytes, list[bytes]]:
 
 
 def queued(connection: ws.StampedConnection) -> list[bytes]:
-    return [bytes(data) for data, _, _ in connection.inbox]
+    return [bytes(data) for data in connection.inbox]
 
 
 def test_frames_split_at_every_point_come_out_whole() -> None:
@@ -86,7 +86,7 @@ def test_a_message_is_stamped_with_the_chunk_that_completed_it() -> None:
         connection.data_received(first + second[:3])
         between = time.perf_counter_ns()
         connection.data_received(second[3:])
-        (_, _, stamp_a), (_, _, stamp_b) = connection.inbox
+        stamp_a, stamp_b = connection.arrivals
         assert stamp_a <= between <= stamp_b
 
     run(main())
