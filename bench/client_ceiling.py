@@ -2,21 +2,29 @@
 
 A raw-socket server in its own process (`minimal_servers.py ws-blast`) answers each
 `response.create` with one pre-encoded response of N output-text deltas written as one buffer,
-so the client is the bottleneck. Three clients read the same responses, side by side:
+so the client is the bottleneck. Four clients read the same responses, side by side:
 
 - `bare`:          websockets' own `recv()` in a loop (no parsing): the floor of the stack;
 - `bare+json`:     the same plus `json.loads` per frame;
+- `bare+json+keep`: the same, keeping every parsed event in a list (as any client that returns
+                   the events must): what holding them costs in CPython's cyclic GC;
 - `wsmode`:        `ws_exchange` over `WsClient`: per-frame timestamp, JSON, and the protocol
                    checker / reassembler (`StreamAccumulator`) that the load driver runs.
 
-Printed: events/s (median of the repeats), the ratio to `bare`, and client CPU per 1000 events
-(process time of this process / events). Run: `python bench/client_ceiling.py [--events N]`.
+Two shapes: one response of `--events` deltas (every event of the run held at once: the GC's
+worst case), and `--responses` responses of `--small-events` deltas on one connection (each
+exchange dropped before the next, as in the load driver).
+
+Printed: events/s (median of the repeats), the ratio to `bare`, client CPU per 1000 events
+(process time / events) and the part of it spent in the cyclic GC.
+Run: `python bench/client_ceiling.py [--events N] [--responses R --small-events M]`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import statistics
 import subprocess
@@ -34,79 +42,132 @@ HERE = Path(__file__).resolve().parent
 CREATE = json.dumps({"type": "response.create", "model": "bench", "input": "go"})
 
 
-async def bare(url: str, parse: bool) -> int:
+async def bare(url: str, parse: bool, keep: bool = False, responses: int = 1) -> int:
     async with connect(url, compression=None, max_size=None, ping_interval=None) as ws:
-        await ws.send(CREATE)
         count = 0
-        while True:
-            raw = await ws.recv()
-            count += 1
-            if parse:
-                event = json.loads(raw)
-                if event["type"] == "response.completed":
-                    return count
-            elif b'"response.completed"' in (raw if isinstance(raw, bytes) else raw.encode()[:64]):
-                return count
+        kept: list[object] = []
+        for _ in range(responses):
+            await ws.send(CREATE)
+            kept = []
+            while True:
+                raw = await ws.recv()
+                count += 1
+                if parse:
+                    event = json.loads(raw)
+                    if keep:
+                        kept.append(event)
+                    if event["type"] == "response.completed":
+                        break
+                elif b'"response.completed"' in (
+                    raw if isinstance(raw, bytes) else raw.encode()[:64]
+                ):
+                    break
+        return count
 
 
-async def wsmode(url: str) -> int:
+async def wsmode(url: str, responses: int = 1) -> int:
     client = await WsClient.connect(url, timeout_s=10)
+    count = 0
     try:
-        exchange = await ws_exchange(client, {"model": "bench", "input": "go"}, timeout_s=120)
-        assert exchange.ok, (exchange.transport_error, exchange.request_error)
-        assert exchange.response is not None and not exchange.response.violations
-        return len(exchange.events)
+        for _ in range(responses):
+            exchange = await ws_exchange(client, {"model": "bench", "input": "go"}, timeout_s=120)
+            assert exchange.ok, (exchange.transport_error, exchange.request_error)
+            assert exchange.response is not None and not exchange.response.violations
+            count += len(exchange.events)
+        return count
     finally:
         await client.close()
 
 
-def measure(run: Callable[[], Awaitable[int]], repeats: int) -> tuple[float, float, int]:
-    """(events/s median, CPU ms per 1000 events median, events per run)."""
-    rates, cpus = [], []
+class GcTimer:
+    """Time spent in the cyclic GC, from its callbacks."""
+
+    def __init__(self) -> None:
+        self.total_s = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.total_s += time.perf_counter() - self._start
+
+
+def measure(run: Callable[[], Awaitable[int]], repeats: int) -> tuple[float, float, float, int]:
+    """(events/s, CPU ms per 1000 events, GC ms per 1000 events, events per run); medians."""
+    rates, cpus, gcs = [], [], []
     events = 0
     for _ in range(repeats):
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        events = asyncio.run(run())
-        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        gc.collect()
+        timer = GcTimer()
+        gc.callbacks.append(timer)
+        try:
+            cpu0, t0 = time.process_time(), time.perf_counter()
+            events = asyncio.run(run())
+            wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        finally:
+            gc.callbacks.remove(timer)
         rates.append(events / wall)
         cpus.append(cpu * 1000 / events * 1000)
-    return statistics.median(rates), statistics.median(cpus), events
+        gcs.append(timer.total_s * 1000 / events * 1000)
+    return statistics.median(rates), statistics.median(cpus), statistics.median(gcs), events
+
+
+def blast_server(events: int) -> tuple[subprocess.Popen[str], str]:
+    server = subprocess.Popen(
+        [sys.executable, str(HERE / "minimal_servers.py"), "ws-blast", "--events", str(events)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    port = int(server.stdout.readline().split()[1])
+    return server, f"ws://127.0.0.1:{port}/v1/responses"
+
+
+def table(
+    url: str, responses: int, repeats: int
+) -> list[tuple[str, tuple[float, float, float, int]]]:
+    asyncio.run(bare(url, False, responses=responses))  # warm up
+    return [
+        ("bare", measure(lambda: bare(url, False, responses=responses), repeats)),
+        ("bare+json", measure(lambda: bare(url, True, responses=responses), repeats)),
+        ("bare+json+keep", measure(lambda: bare(url, True, True, responses), repeats)),
+        ("wsmode", measure(lambda: wsmode(url, responses), repeats)),
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--events", type=int, default=200_000, help="deltas per response")
+    parser.add_argument("--events", type=int, default=200_000, help="deltas of the one response")
+    parser.add_argument("--responses", type=int, default=200, help="responses of the second shape")
+    parser.add_argument(
+        "--small-events", type=int, default=1_000, help="deltas per response, second shape"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            str(HERE / "minimal_servers.py"),
-            "ws-blast",
-            "--events",
-            str(args.events),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        port = int(server.stdout.readline().split()[1])
-        url = f"ws://127.0.0.1:{port}/v1/responses"
-        asyncio.run(bare(url, False))  # warm up
-        rows = [
-            ("bare", measure(lambda: bare(url, False), args.repeats)),
-            ("bare+json", measure(lambda: bare(url, True), args.repeats)),
-            ("wsmode", measure(lambda: wsmode(url), args.repeats)),
-        ]
-    finally:
-        server.kill()
-        server.wait()
-    base = rows[0][1][0]
-    print(f"client ceiling: one response of {args.events} deltas, median of {args.repeats}")
-    print(f"{'client':<12}{'events/s':>12}{'vs bare':>10}{'CPU ms / 1000 events':>24}")
-    for name, (rate, cpu, _) in rows:
-        print(f"{name:<12}{rate:>12,.0f}{rate / base:>10.2f}{cpu:>24.2f}")
+    shapes = [
+        (f"one response of {args.events} deltas", args.events, 1),
+        (
+            f"{args.responses} responses of {args.small_events} deltas",
+            args.small_events,
+            args.responses,
+        ),
+    ]
+    for title, events, responses in shapes:
+        server, url = blast_server(events)
+        try:
+            rows = table(url, responses, args.repeats)
+        finally:
+            server.kill()
+            server.wait()
+        base = rows[0][1][0]
+        print(f"client ceiling: {title}, median of {args.repeats}")
+        print(
+            f"{'client':<16}{'events/s':>12}{'vs bare':>10}{'CPU ms/1000 ev':>16}{'of it GC':>10}"
+        )
+        for name, (rate, cpu, gc_ms, _) in rows:
+            print(f"{name:<16}{rate:>12,.0f}{rate / base:>10.2f}{cpu:>16.2f}{gc_ms:>10.2f}")
+        print()
 
 
 if __name__ == "__main__":

@@ -1,12 +1,18 @@
 """Measurement error: client TTFT minus the server-stamped TTFT, under load.
 
 The reference server stamps each response with `wsmode.ttft_ms`: from the moment it had the whole
-request to the moment it emitted the first output event. The client measures from just before it
-sends the request to the moment the first output event is read off its socket. The difference is
-what the measurement adds on top of the server's own latency: the loopback network both ways, the
-time frames wait in the server's and the client's event loops (and in the server's socket before
-it reads them), the client's own work. Reported at
-1 and at 32 concurrent rollouts (ws mode), side by side; the server runs in its own process.
+request to the moment it emitted the first output event. The client measures from the moment the
+request's bytes were handed to its socket to the moment the first output event arrived at its
+socket. The difference is what the measurement adds on top of the server's own latency: the
+loopback network both ways, the time the request waits in the server's socket and event loop
+before the server's receive stamp (a user-space stamp: it includes the server's scheduling
+delay), and whatever the client adds. Reported at 1 and at 32 concurrent rollouts (ws mode),
+side by side; the server runs in its own process.
+
+Each level runs twice, with the two receive stamps the client can take: `kernel` (the kernel's
+receive time of the packet, SO_TIMESTAMPNS: the default) and `loop` (when the event loop hands
+the bytes to the connection, which includes the client's own scheduling and event-loop delays).
+The difference between the two rows is the client's share of the error.
 
     python bench/measurement_error.py [--profile spark-1000tps] [--concurrency 32] [--turns 6]
 """
@@ -22,6 +28,7 @@ from harness.load.replay import Endpoint, ReplayOptions, RolloutResult, replay_r
 from harness.load.schedule import closed_loop
 from harness.load.traces import Rollout, load_traces
 from harness.report.stats import percentile
+from harness.transport import sockets
 
 
 def run_level(
@@ -74,27 +81,33 @@ def main() -> None:
     parser.add_argument("--mode", default="ws", choices=("ws", "http", "http-chained"))
     args = parser.parse_args()
     rollouts = load_traces(args.traces)
+    stamp_modes = ["kernel", "loop"] if sockets.SO_TIMESTAMPNS is not None else ["loop"]
     rows = []
     with EmbeddedServer(profile=args.profile) as server:
-        run_level(server, rollouts[:1], 1, 2, args.mode)  # warm up
+        # warm up: every rollout once, so that each measured run meets the same warm caches
+        run_level(server, rollouts, args.concurrency, args.turns, args.mode)
         for level in sorted({1, args.concurrency}):
-            results, wall = run_level(server, rollouts, level, args.turns, args.mode)
-            rows.append((level, "all", summarize(results), wall))
-            rows.append((level, ">=1", summarize(results, min_turn=1), wall))
+            for stamps in stamp_modes:
+                sockets.kernel_stamps = stamps == "kernel"
+                results, wall = run_level(server, rollouts, level, args.turns, args.mode)
+                rows.append((level, stamps, "all", summarize(results), wall))
+                rows.append((level, stamps, ">=1", summarize(results, min_turn=1), wall))
+    sockets.kernel_stamps = True
     print(
         f"measurement error = client TTFT - server-stamped TTFT; {args.mode} mode, profile "
         f"{args.profile}, first {args.turns} turns of each rollout, server in its own process"
     )
     print(
-        f"{'rollouts':>9}{'turn#':>7}{'turns':>7}{'fail':>5}{'client p50':>12}{'p99':>9}"
-        f"{'server p50':>12}{'p99':>9}{'error p50':>11}{'p99':>9}{'max':>9}{'err/TTFT p50':>14}"
+        f"{'rollouts':>9}{'stamps':>8}{'turn#':>7}{'turns':>7}{'fail':>5}{'client p50':>12}"
+        f"{'p99':>9}{'server p50':>12}{'p99':>9}{'error p50':>11}{'p99':>9}{'max':>9}"
+        f"{'err/TTFT p50':>14}"
     )
-    for level, which, s, _ in rows:
+    for level, stamps, which, s, _ in rows:
         print(
-            f"{level:>9}{which:>7}{s['turns']:>7}{s['failed']:>5}{s['client_p50']:>12.2f}"
-            f"{s['client_p99']:>9.2f}{s['server_p50']:>12.2f}{s['server_p99']:>9.2f}"
-            f"{s['error_p50']:>11.2f}{s['error_p99']:>9.2f}{s['error_max']:>9.2f}"
-            f"{100 * s['error_share_p50']:>13.1f}%"
+            f"{level:>9}{stamps:>8}{which:>7}{s['turns']:>7}{s['failed']:>5}"
+            f"{s['client_p50']:>12.2f}{s['client_p99']:>9.2f}{s['server_p50']:>12.2f}"
+            f"{s['server_p99']:>9.2f}{s['error_p50']:>11.2f}{s['error_p99']:>9.2f}"
+            f"{s['error_max']:>9.2f}{100 * s['error_share_p50']:>13.1f}%"
         )
     print(
         "turn# all: every turn; >=1: without turn 0, when all rollouts of the closed loop send "

@@ -13,7 +13,10 @@ protocol accumulator) drives 32 concurrent request loops for a fixed time agains
                      TTFT p50 minus 50 ms is the error the client adds at 32 in flight.
 
 Printed side by side: req/s, TTFT p50/p99, and for the 50 ms server the TTFT p50 error (absolute
-and relative). Run: `python bench/sse_load.py [--seconds 5] [--in-flight 32] [--tokens 128]`.
+and relative) by requests in flight, with the client's receive stamps taken by the kernel (the
+default) and by the event loop, and the floor: a bare socket reader stamped by the kernel (1 in
+flight), i.e. what the server itself adds to its 50 ms.
+Run: `python bench/sse_load.py [--seconds 5] [--in-flight 32] [--tokens 128]`.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from pathlib import Path
 
 from harness.load.bench import EmbeddedServer
 from harness.report.stats import percentile
+from harness.transport import sockets
 from harness.transport.exchange import sse_exchange
+from harness.transport.sockets import arrival_ns, open_socket
 from harness.transport.sse import SseClient
 
 HERE = Path(__file__).resolve().parent
@@ -76,27 +81,32 @@ async def load(base_url: str, in_flight: int, seconds: float, tokens: int) -> di
 
 
 async def raw_ttft(base_url: str, requests: int = 30) -> float:
-    """TTFT p50 seen by a bare socket reader (no HTTP library, no parsing): the server's floor."""
+    """TTFT p50 seen by a bare socket reader (no HTTP library, no parsing): the server's floor.
+
+    Stamped like the client: the send right before the write, the arrival by the kernel.
+    """
     host_port = base_url.split("//", 1)[1].split("/", 1)[0]
     host, port = host_port.rsplit(":", 1)
-    reader, writer = await asyncio.open_connection(host, int(port))
+    loop = asyncio.get_running_loop()
+    sock = await open_socket(host, int(port))
     body = b'{"model":"bench","input":"go"}'
     request = (
         b"POST /v1/responses HTTP/1.1\r\nhost: %s\r\ncontent-type: application/json\r\n"
         b"content-length: %d\r\n\r\n%s" % (host.encode(), len(body), body)
     )
     ttfts = []
-    for _ in range(requests):
-        start = time.perf_counter()
-        writer.write(request)
-        await writer.drain()
-        buffer = b""
-        while b"response.output_item.added" not in buffer:
-            buffer += await reader.read(65536)
-        ttfts.append((time.perf_counter() - start) * 1000)
-        while not buffer.endswith(b"0\r\n\r\n"):
-            buffer += await reader.read(65536)
-    writer.close()
+    try:
+        for _ in range(requests):
+            start = time.perf_counter_ns()
+            await loop.sock_sendall(sock, request)
+            buffer = b""
+            while b"response.output_item.added" not in buffer:
+                buffer += await loop.sock_recv(sock, 65536)
+            ttfts.append((arrival_ns(sock, 0) - start) / 1e6)
+            while not buffer.endswith(b"0\r\n\r\n"):
+                buffer += await loop.sock_recv(sock, 65536)
+    finally:
+        sock.close()
     return percentile(ttfts, 50)
 
 
@@ -150,29 +160,38 @@ def main() -> None:
             f"{s['done']:>7.0f}{s['failed']:>8.0f}{s['ttft_p50']:>10.2f}{s['ttft_p99']:>9.2f}"
         )
     proc, url = minimal_server(args.tokens, 50.0)
+    levels = [n for n in (1, 4, 8, 16) if n < args.in_flight] + [args.in_flight]
+    errors: dict[str, list[float]] = {}
     try:
         floor = asyncio.run(raw_ttft(url))
-        levels = [n for n in (1, 4, 8, 16) if n < args.in_flight]
-        errors = [
-            asyncio.run(load(url, n, min(args.seconds, 2.0), args.tokens))["ttft_p50"] - 50.0
-            for n in levels
-        ]
+        stamp_modes = ["kernel", "loop"] if sockets.SO_TIMESTAMPNS is not None else ["loop"]
+        for stamps in stamp_modes:
+            sockets.kernel_stamps = stamps == "kernel"
+            errors[stamps] = [
+                asyncio.run(load(url, n, min(args.seconds, 2.0), args.tokens))["ttft_p50"] - 50.0
+                for n in levels
+            ]
     finally:
+        sockets.kernel_stamps = True
         proc.kill()
         proc.wait()
-    fixed = dict(rows)["minimal, 50 ms"]
+    for stamps, values in errors.items():
+        print(
+            f"TTFT p50 error vs the 50 ms server by requests in flight ({stamps} stamps): "
+            + ", ".join(f"{n}: {e:+.2f} ms" for n, e in zip(levels, values, strict=True))
+        )
     print(
-        "TTFT p50 error vs the 50 ms server by requests in flight: "
-        + ", ".join(f"{n}: {e:+.1f} ms" for n, e in zip(levels, errors, strict=True))
-        + f", {args.in_flight}: {fixed['ttft_p50'] - 50.0:+.1f} ms; a bare socket reader "
-        f"(1 in flight) sees {floor:.1f} ms, so the server itself adds {floor - 50:+.1f} ms"
+        f"a bare socket reader (1 in flight, kernel stamps) sees {floor:.2f} ms, so the server "
+        f"itself adds {floor - 50:+.2f} ms"
     )
+    fixed = dict(rows)["minimal, 50 ms"]
     error = fixed["ttft_p50"] - 50.0
     print(
-        f"TTFT p50 error against the 50 ms server: {error:+.2f} ms ({100 * error / 50:+.1f}%). "
-        "The minimal servers send one delta per token; the reference server on `zero` has every "
-        "token due at once and coalesces them into a few deltas, so its req/s is not limited by "
-        "the client's per-event cost the same way (compare events/s)."
+        f"TTFT p50 error against the 50 ms server at {args.in_flight} in flight (5 s run): "
+        f"{error:+.2f} ms ({100 * error / 50:+.1f}%). The minimal servers send one delta per "
+        "token; the reference server on `zero` has every token due at once and coalesces them "
+        "into a few deltas, so its req/s is not limited by the client's per-event cost the same "
+        "way (compare events/s)."
     )
 
 

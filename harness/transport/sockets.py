@@ -36,6 +36,8 @@ _GENERIC_ABI = {
 SO_TIMESTAMPNS: int | None = (
     35 if sys.platform == "linux" and platform.machine().lower() in _GENERIC_ABI else None
 )
+# Set to False to stamp in user space only (benchmarks compare the two); read at connect time.
+kernel_stamps = True
 _TIMESPEC = struct.Struct("@ll")
 _ANCILLARY_BYTES = socket.CMSG_SPACE(_TIMESPEC.size) if SO_TIMESTAMPNS is not None else 0
 
@@ -50,7 +52,7 @@ class StampingSocket(socket.socket):
         self.rx_ns = 0  # 0: no kernel stamp for the last read
 
     def enable_stamps(self) -> bool:
-        if SO_TIMESTAMPNS is None:
+        if SO_TIMESTAMPNS is None or not kernel_stamps:
             return False
         try:
             self.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
