@@ -88,6 +88,11 @@ def _kernel_stamp(ancillary: list[tuple[int, int, bytes]]) -> int:
     return 0
 
 
+# Diagnostics: while this is a list, each read with a kernel stamp appends how much later the
+# event loop handed its bytes over (ns), i.e. what a user-space stamp would have added.
+read_lags: list[int] | None = None
+
+
 def arrival_ns(sock: StampingSocket | None, previous_ns: int) -> int:
     """When the data just read arrived: the kernel's stamp, else now; never before `previous_ns`.
 
@@ -97,6 +102,8 @@ def arrival_ns(sock: StampingSocket | None, previous_ns: int) -> int:
     stamp = sock.rx_ns if sock is not None else 0
     if not 0 < stamp <= now:
         stamp = now
+    elif read_lags is not None:
+        read_lags.append(now - stamp)
     return stamp if stamp > previous_ns else previous_ns
 
 
