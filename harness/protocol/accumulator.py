@@ -323,6 +323,10 @@ class ResponseAccumulator:
         response = event["response"]
         if not self._advance(event_type, event, is_output=False):
             return
+        if not isinstance(response, dict):  # `event.schema` has reported it
+            if event_type in TERMINAL_TYPES:
+                self.terminal_type = event_type
+            return
         problems = missing_fields(response, RESPONSE_REQUIRED)
         if problems:
             self._violate("response.schema", f"{event_type}: {', '.join(problems)}", event)

@@ -237,3 +237,16 @@ def test_lanes_are_tracked_separately() -> None:
             stream.feed(event)
     assert list(stream.all_violations()) == []
     assert {r.response_id for r in stream.finished} == {"resp_a", "resp_b"}
+
+
+@pytest.mark.parametrize("bad", [None, "x", 3, []])
+def test_a_lifecycle_event_whose_response_is_not_an_object_is_a_violation_not_a_crash(
+    bad: object,
+) -> None:
+    events = full_stream()
+    events[-1]["response"] = bad
+    acc = ResponseAccumulator()
+    for event in events:
+        acc.feed(event)
+    assert "event.schema" in {v.rule_id for v in acc.violations}
+    assert acc.done and acc.terminal_type == "response.completed"
