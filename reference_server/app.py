@@ -24,6 +24,7 @@ from harness.protocol import errors, wire
 from harness.protocol.errors import ApiError
 from reference_server.auth import KeyRing
 from reference_server.config import ServerConfig
+from reference_server.connection import StampedConnection
 from reference_server.http_api import HttpConnection
 from reference_server.services import Services
 from reference_server.ws_session import WebSocketSession
@@ -91,7 +92,7 @@ class ReferenceServer:
         assert self._ws_server is not None
         limits = self.config.limits
         protocol = ServerProtocol(max_size=limits.max_message_bytes)
-        connection = ServerConnection(
+        connection = StampedConnection(
             protocol,
             self._ws_server,
             ping_interval=limits.ping_interval_s,
@@ -140,6 +141,7 @@ class ReferenceServer:
         return None
 
     async def _serve_websocket(self, connection: ServerConnection) -> None:
+        assert isinstance(connection, StampedConnection)  # accept_websocket builds only those
         tenant = connection.username
         self._per_tenant[tenant] += 1
         try:

@@ -17,7 +17,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
@@ -33,6 +32,7 @@ from harness.protocol.requests import (
     parse_client_event,
     parse_create,
 )
+from reference_server.connection import StampedConnection
 from reference_server.conversation import Conversation
 from reference_server.faults import flatten_error
 from reference_server.services import Services
@@ -68,7 +68,7 @@ class _Lane:
 
 
 class WebSocketSession:
-    def __init__(self, services: Services, ws: ServerConnection, tenant: str) -> None:
+    def __init__(self, services: Services, ws: StampedConnection, tenant: str) -> None:
         self.services = services
         self.config = services.config
         self.ws = ws
@@ -92,7 +92,7 @@ class WebSocketSession:
             )
         try:
             async for message in self.ws:
-                if not await self._on_message(message, time.perf_counter()):
+                if not await self._on_message(message, self.ws.arrival_of_next_message()):
                     break
         except ConnectionClosed:
             pass
