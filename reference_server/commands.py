@@ -56,6 +56,9 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lanes", action="store_true", help="enable named lanes (stream_id)")
     parser.add_argument(
+        "--compression", action="store_true", help="accept permessage-deflate (off by default)"
+    )
+    parser.add_argument(
         "--cache-depth", type=int, default=1, help="responses kept per connection (LRU)"
     )
     parser.add_argument("--cache-max-bytes", type=int, default=16 * 1024 * 1024)
@@ -109,6 +112,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         optimizations=optimizations,
         faults=check_fault_names(args.fault),
         lanes=args.lanes,
+        compression=args.compression,
     )
 
 

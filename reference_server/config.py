@@ -73,6 +73,7 @@ class ServerConfig:
     optimizations: Optimizations = field(default_factory=Optimizations)
     faults: frozenset[str] = frozenset()
     lanes: bool = False  # named lanes (stream_id), the 2026-08 extension
+    compression: bool = False  # offer permessage-deflate (codex asks for it; the SDK does not)
     store_retention_s: float = 30 * 86400
     store_max_bytes: int | None = None
 

@@ -422,3 +422,18 @@ def test_tool_choice_named_and_parallel_calls(server: ReferenceServer) -> None:
         assert error.param == "tool_choice"
 
     with_client(server, body)
+
+
+def test_permessage_deflate_only_when_enabled(make_server: ServerFactory) -> None:
+    from websockets.asyncio.client import connect
+
+    async def negotiated(url: str) -> str | None:
+        async with connect(url, compression="deflate") as ws:
+            return ws.response.headers.get("Sec-WebSocket-Extensions")
+
+    with make_server() as plain:
+        assert run(negotiated(plain.ws_url)) is None
+    with make_server(compression=True) as deflating:
+        assert "permessage-deflate" in (run(negotiated(deflating.ws_url)) or "")
+        response = with_client(deflating, lambda c: completed(c, {"model": "m", "input": "hi"}))
+        assert response["status"] == "completed"
