@@ -284,9 +284,9 @@ def render_report(result: Mapping[str, Any]) -> str:
         if values and mode in main_modes:
             bars = []
             for rid, e2e, *model in values:
-                bars.append(Bar(f"{rid} e2e", float(e2e)))
+                bars.append(Bar(f"{rid} e2e", float(e2e), series=0))
                 if model:
-                    bars.append(Bar(f"{rid} model", float(model[0])))
+                    bars.append(Bar(f"{rid} model", float(model[0]), series=1))
             parts.append(
                 bar_chart(
                     bars,

@@ -43,6 +43,7 @@ class Bar:
     value: float
     low: float | None = None  # whisker (min across runs)
     high: float | None = None  # whisker (max across runs)
+    series: int | None = None  # colour index: bars of one series share a colour (default: own)
 
 
 def bar_chart(bars: Sequence[Bar], *, title: str, unit: str = "ms", width: int = 720) -> str:
@@ -81,7 +82,8 @@ def bar_chart(bars: Sequence[Bar], *, title: str, unit: str = "ms", width: int =
         )
         parts.append(
             f'<rect x="{label_w}" y="{y + 5}" width="{w:.1f}" height="{row_h - 10}" '
-            f'fill="{color(i)}" opacity="0.85"><title>{escape(b.label)}: '
+            f'fill="{color(i if b.series is None else b.series)}" opacity="0.85">'
+            f"<title>{escape(b.label)}: "
             f"{fmt_ms(b.value)} {escape(unit)}</title></rect>"
         )
         end = w
