@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
@@ -33,3 +35,33 @@ class StampedConnection(ServerConnection):
 
     def arrival_of_next_message(self) -> float:
         return self.arrivals.popleft() if self.arrivals else time.perf_counter()
+
+    async def send_texts(self, texts: Sequence[str]) -> None:
+        """Send several text messages as one write: one syscall and one wake-up of the peer.
+
+        Events the server emits back to back (created + in_progress, an item's done events) go
+        out together; measured here, a loopback send costs ~0.1 ms, mostly waking the reader.
+        Uses `send_context`, the same guard `send()` uses (websockets 15.x, pinned).
+        """
+        async with self.send_context():
+            for text in texts:
+                self.protocol.send_text(text.encode())
+
+    def send_data(self) -> None:
+        """As websockets' own, but consecutive frames are joined into one transport write."""
+        pending: list[bytes] = []
+        for data in self.protocol.data_to_send():
+            if data:
+                pending.append(data)
+                continue
+            if pending:
+                self.transport.write(b"".join(pending))
+                pending = []
+            # The protocol asks for a half-close (empty chunk): what websockets does.
+            if self.transport.can_write_eof():
+                with contextlib.suppress(OSError, RuntimeError):
+                    self.transport.write_eof()
+            else:
+                self.transport.close()
+        if pending:
+            self.transport.write(b"".join(pending))

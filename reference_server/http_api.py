@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import h11
@@ -21,7 +20,7 @@ from harness.protocol.events import Event
 from harness.protocol.requests import InvalidRequest, parse_create
 from reference_server.auth import KeyRing
 from reference_server.services import Services
-from reference_server.turn import RequestRefused, TurnContext, TurnRunner
+from reference_server.turn import RequestRefused, Send, TurnContext, TurnRunner
 
 _RESPONSES_PATH = re.compile(r"^(?:/v1)?/responses$")
 _RETRIEVE_PATH = re.compile(r"^(?:/v1)?/responses/(?P<id>[A-Za-z0-9_.-]{1,128})$")
@@ -182,7 +181,7 @@ class HttpConnection:
         ctx = TurnContext("http", tenant, None, received_at, len(body))
         started = False
 
-        async def send_sse(event: Event) -> None:
+        async def send_sse(*events: Event) -> None:
             nonlocal started
             if not started:
                 started = True
@@ -197,13 +196,13 @@ class HttpConnection:
                         )
                     )
                 )
-            frame = f"event: {event['type']}\ndata: {wire.dumps(event)}\n\n".encode()
-            await self._write(self.h11.send(h11.Data(data=frame)))
+            frames = "".join(f"event: {e['type']}\ndata: {wire.dumps(e)}\n\n" for e in events)
+            await self._write(self.h11.send(h11.Data(data=frames.encode())))
 
-        async def discard(event: Event) -> None:
+        async def discard(*events: Event) -> None:
             return None
 
-        send: Callable[[Event], Awaitable[None]] = send_sse if request.stream else discard
+        send: Send = send_sse if request.stream else discard
         try:
             outcome = await self.runner.run(request, ctx, send)
         except RequestRefused as refused:

@@ -19,7 +19,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from harness.protocol import errors
 from harness.protocol.cache import Resolution, ResponseCache
@@ -37,7 +37,13 @@ from reference_server.schedule import TokenSchedule
 from reference_server.services import Services, new_id
 from reference_server.stages import StageLog
 
-Send = Callable[[Event], Awaitable[None]]
+
+class Send(Protocol):
+    """Delivers events to the client; events given together go out in one write."""
+
+    async def __call__(self, *events: Event) -> None: ...
+
+
 Status = Literal["completed", "incomplete", "failed"]
 
 
@@ -306,9 +312,11 @@ class TurnRunner:
         faults = EventFaults(self.config.faults)
 
         async def emit(events: Event | Sequence[Event]) -> None:
-            for event in [events] if isinstance(events, dict) else events:
-                for out in faults.apply(event) if faults else (event,):
-                    await send(out)
+            batch = [events] if isinstance(events, dict) else list(events)
+            if faults:
+                batch = [out for event in batch for out in faults.apply(event)]
+            if batch:
+                await send(*batch)
 
         cached_tokens = services.prefix_cache.match(prepared.item_keys)
         try:
@@ -318,8 +326,7 @@ class TurnRunner:
             raise RequestRefused(errors.invalid_request(str(exc), param="wsmode.script")) from None
         engine_start = time.perf_counter()
         api_overhead_ms = (engine_start - ctx.received_at) * 1000
-        await emit(emitter.created())
-        await emit(emitter.in_progress())
+        await emit([emitter.created(), emitter.in_progress()])
         services.metrics.in_flight += 1
         try:
             status, first_output_at = await self._decode(plan, emitter, emit, engine_start)
@@ -533,8 +540,7 @@ async def fail_response(
         obfuscate=obfuscate,
     )
     events = emitter.failed(error)
-    for event in events:
-        await send(event)
+    await send(*events)
     return dict(events[-1]["response"])
 
 

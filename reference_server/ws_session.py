@@ -243,15 +243,17 @@ class WebSocketSession:
         return True
 
     # -- writing --------------------------------------------------------------------------
-    async def send(self, event: Event) -> None:
-        """Send one event; a client that stops reading is cut off after the stall timeout."""
-        text = wire.dumps(event)
+    async def send(self, *events: Event) -> None:
+        """Send events in one write; a client that stops reading is cut off after the stall
+        timeout."""
+        texts = [wire.dumps(event) for event in events]
+        size = sum(map(len, texts))
         try:
-            if self.ws.transport.get_write_buffer_size() + len(text) < _NEVER_BLOCKS_BYTES:
-                await self.ws.send(text)  # stays under the high-water mark: cannot stall
+            if self.ws.transport.get_write_buffer_size() + size < _NEVER_BLOCKS_BYTES:
+                await self.ws.send_texts(texts)  # stays under the high-water mark: cannot stall
             else:
                 async with asyncio.timeout(self.config.limits.send_stall_timeout_s):
-                    await self.ws.send(text)
+                    await self.ws.send_texts(texts)
         except TimeoutError:
             self.services.metrics.inc("wsmode_send_stalls_total")
             self.ws.transport.abort()  # 1008 cannot be delivered to a peer that does not read
