@@ -311,11 +311,17 @@ class TurnRunner:
         )
         faults = EventFaults(self.config.faults)
 
-        async def emit(events: Event | Sequence[Event]) -> None:
+        held: list[Event] = []  # lifecycle events waiting to ride with the next write
+
+        async def emit(events: Event | Sequence[Event], *, hold: bool = False) -> None:
             batch = [events] if isinstance(events, dict) else list(events)
             if faults:
                 batch = [out for event in batch for out in faults.apply(event)]
-            if batch:
+            batch = [*held, *batch]
+            held.clear()
+            if hold:
+                held.extend(batch)
+            elif batch:
                 await send(*batch)
 
         cached_tokens = services.prefix_cache.match(prepared.item_keys)
@@ -326,7 +332,9 @@ class TurnRunner:
             raise RequestRefused(errors.invalid_request(str(exc), param="wsmode.script")) from None
         engine_start = time.perf_counter()
         api_overhead_ms = (engine_start - ctx.received_at) * 1000
-        await emit([emitter.created(), emitter.in_progress()])
+        # created + in_progress go out with the first output when the engine answers at once,
+        # or before the engine's wait otherwise (`_decode` flushes them): one write, not two.
+        await emit([emitter.created(), emitter.in_progress()], hold=True)
         services.metrics.in_flight += 1
         try:
             status, first_output_at = await self._decode(plan, emitter, emit, engine_start)
@@ -419,7 +427,9 @@ class TurnRunner:
             tokens_per_s=plan.decode_tokens_per_s,
             total_tokens=plan.output_tokens,
         )
-        await _sleep_until(schedule.first_due_s)
+        if schedule.first_due_s > time.perf_counter():
+            await emit([])  # flush what is held: the client sees the response start meanwhile
+            await _sleep_until(schedule.first_due_s)
         emitted = 0
         first_output_at: float | None = None
         for item in plan.items:
