@@ -51,7 +51,8 @@ from harness.load.traces import Rollout, load_traces
 from harness.report.schema import finish_result, new_result
 from harness.report.store import slug, write_result
 
-DEFAULT_TRACES = "traces/corpus"
+# The bundled corpus of the checkout this package runs from (editable install), from any cwd.
+DEFAULT_TRACES = str(Path(__file__).resolve().parents[2] / "traces" / "corpus")
 DEFAULT_PROFILE = "production-like"
 # The default subset: the N shortest rollouts (fewest turns) of each agent kind of the bundled
 # corpus, at time_scale 0 and concurrency 4: 9 rollouts, 25-43 turns and 27-55 tool calls each.
