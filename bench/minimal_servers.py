@@ -28,6 +28,7 @@ from typing import Any
 
 from harness.protocol import wire
 from harness.protocol.emitter import ResponseEmitter
+from harness.protocol.events import response_object
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -35,24 +36,7 @@ _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 def response_events(deltas: int, piece: str = "tok ") -> list[dict[str, Any]]:
     """created, in_progress, one message of `deltas` text deltas, completed."""
     emitter = ResponseEmitter(
-        {
-            "id": "resp_bench",
-            "object": "response",
-            "created_at": int(time.time()),
-            "status": "in_progress",
-            "model": "bench",
-            "output": [],
-            "error": None,
-            "incomplete_details": None,
-            "instructions": None,
-            "metadata": {},
-            "parallel_tool_calls": True,
-            "temperature": 1.0,
-            "top_p": 1.0,
-            "tool_choice": "auto",
-            "tools": [],
-            "usage": None,
-        },
+        response_object("resp_bench", "bench", created_at=int(time.time())),
         obfuscate=False,
     )
     events: list[dict[str, Any]] = [emitter.created(), emitter.in_progress()]

@@ -115,7 +115,8 @@ _WORDS: Final = (
     "query",
     "result",
 )
-_IDENTIFIERS: Final = (
+#: Code identifiers, shared with the engine's text vocabulary.
+IDENTIFIERS: Final = (
     "parse_request",
     "SessionCache",
     "handle_error",
@@ -396,7 +397,7 @@ class _Synth:
         if any(h in n for h in ("url", "uri", "href", "link", "endpoint")):
             return self._url()
         if any(h in n for h in ("pattern", "query", "regex", "search", "glob")):
-            return r.choice(_IDENTIFIERS + _WORDS)
+            return r.choice(IDENTIFIERS + _WORDS)
         if any(h in n for h in ("code", "content", "patch", "diff", "body", "source", "text")):
             return r.choice(_CODE)
         if any(
@@ -418,7 +419,7 @@ class _Synth:
         if any(h in n for h in ("lang",)):
             return r.choice(_LANGUAGES)
         if n.endswith("name") or n.endswith("id") or n in ("symbol", "identifier", "key"):
-            return r.choice(_IDENTIFIERS)
+            return r.choice(IDENTIFIERS)
         return r.choice(_WORDS)
 
     def _path(self, *, directory_only: bool) -> str:

@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from reference_server.argsynth import UnsatisfiableSchema, synthesize_arguments
+from reference_server.argsynth import IDENTIFIERS, UnsatisfiableSchema, synthesize_arguments
 from reference_server.pipeline.tokenizer import count_tokens, split
 from reference_server.profiles import Profile
 
@@ -622,18 +622,7 @@ _SLOTS: Final[Mapping[str, tuple[str, ...]]] = {
         "README.md",
     ),
     "ident": (
-        "parse_request",
-        "SessionCache",
-        "handle_error",
-        "TokenStream",
-        "load_config",
-        "retry_after",
-        "build_index",
-        "ResponseStore",
-        "validate_input",
-        "render_prompt",
-        "max_tokens",
-        "user_id",
+        *IDENTIFIERS,
         "fetchUser",
         "useEffect",
         "HttpClient",

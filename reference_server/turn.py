@@ -25,7 +25,7 @@ from harness.protocol import errors
 from harness.protocol.cache import Resolution, ResponseCache
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.errors import ApiError
-from harness.protocol.events import Event
+from harness.protocol.events import Event, response_object
 from harness.protocol.requests import CreateRequest
 from reference_server.conversation import Conversation, Route, chain_keys, resolve_route
 from reference_server.engine import GenerationPlan, PlanError, PlannedItem
@@ -558,32 +558,26 @@ async def fail_response(
 def _response_object(
     request: CreateRequest, response_id: str, instructions: str | None
 ) -> dict[str, Any]:
-    return {
-        "id": response_id,
-        "object": "response",
-        "created_at": int(time.time()),
-        "status": "in_progress",
-        "model": request.model,
-        "output": [],
-        "error": None,
-        "incomplete_details": None,
-        "instructions": instructions,
-        "metadata": dict(request.metadata),
-        "parallel_tool_calls": request.parallel_tool_calls,
-        "temperature": request.temperature if request.temperature is not None else 1.0,
-        "top_p": request.top_p if request.top_p is not None else 1.0,
-        "tool_choice": request.tool_choice,
-        "tools": list(request.tools),
-        "previous_response_id": request.previous_response_id,
-        "store": request.store,
-        "max_output_tokens": request.max_output_tokens,
-        "reasoning": {"effort": request.reasoning_effort, "summary": None},
-        "text": {"format": {"type": "text"}},
-        "truncation": "disabled",
-        "service_tier": "default",
-        "usage": None,
-        "user": None,
-    }
+    return response_object(
+        response_id,
+        request.model,
+        created_at=int(time.time()),
+        instructions=instructions,
+        metadata=dict(request.metadata),
+        parallel_tool_calls=request.parallel_tool_calls,
+        temperature=request.temperature if request.temperature is not None else 1.0,
+        top_p=request.top_p if request.top_p is not None else 1.0,
+        tool_choice=request.tool_choice,
+        tools=list(request.tools),
+        previous_response_id=request.previous_response_id,
+        store=request.store,
+        max_output_tokens=request.max_output_tokens,
+        reasoning={"effort": request.reasoning_effort, "summary": None},
+        text={"format": {"type": "text"}},
+        truncation="disabled",
+        service_tier="default",
+        user=None,
+    )
 
 
 def _usage(prompt_tokens: int, cached_tokens: int, plan: GenerationPlan) -> dict[str, Any]:

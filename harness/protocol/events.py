@@ -97,6 +97,35 @@ RESPONSE_REQUIRED: Final[Mapping[str, tuple[type, ...]]] = {
     "tools": _LIST,
 }
 
+
+def response_object(
+    response_id: str, model: str, *, created_at: int, **fields: Any
+) -> dict[str, Any]:
+    """A Response with every required member (RESPONSE_REQUIRED) at its neutral value.
+
+    `fields` add or override members; the one place the object's baseline shape is written.
+    """
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_at,
+        "status": "in_progress",
+        "model": model,
+        "output": [],
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": None,
+        **fields,
+    }
+
+
 ERROR_PAYLOAD_REQUIRED: Final[Mapping[str, tuple[type, ...]]] = {
     "type": _STR,
     "code": _STR_OR_NULL,

@@ -16,28 +16,13 @@ from typing import Any
 
 from websockets.asyncio.server import ServerConnection, serve
 
+from harness.protocol.events import response_object
+
 MODES = ("ok", "stall", "garbage", "close", "binary", "usage-in-created", "no-answer")
 
 
 def canned_events(response_id: str, text: str = "Hello there.") -> list[dict[str, Any]]:
-    base = {
-        "id": response_id,
-        "object": "response",
-        "created_at": 1_700_000_000,
-        "status": "in_progress",
-        "model": "canned",
-        "output": [],
-        "error": None,
-        "incomplete_details": None,
-        "instructions": None,
-        "metadata": {},
-        "parallel_tool_calls": True,
-        "temperature": 1.0,
-        "top_p": 1.0,
-        "tool_choice": "auto",
-        "tools": [],
-        "usage": None,
-    }
+    base = response_object(response_id, "canned", created_at=1_700_000_000)
     item_id = "msg_canned"
     part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
     done_part = {**part, "text": text}

@@ -5,25 +5,11 @@ from typing import Any
 import pytest
 
 from harness.protocol.emitter import ResponseEmitter
+from harness.protocol.events import response_object
 
 
 def base_response(response_id: str = "resp_1") -> dict[str, Any]:
-    return {
-        "id": response_id,
-        "object": "response",
-        "created_at": 1_700_000_000,
-        "model": "m",
-        "output": [],
-        "error": None,
-        "incomplete_details": None,
-        "instructions": None,
-        "metadata": {},
-        "parallel_tool_calls": True,
-        "temperature": None,
-        "top_p": None,
-        "tool_choice": "auto",
-        "tools": [],
-    }
+    return response_object(response_id, "m", created_at=1_700_000_000)
 
 
 USAGE = {
