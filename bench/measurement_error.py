@@ -1,18 +1,19 @@
 """Measurement error: client TTFT minus the server-stamped TTFT, under load.
 
-The reference server stamps each response with `wsmode.ttft_ms`: from the moment it had the whole
-request to the moment it emitted the first output event. The client measures from the moment the
-request's bytes were handed to its socket to the moment the first output event arrived at its
-socket. The difference is what the measurement adds on top of the server's own latency: the
-loopback network both ways, the time the request waits in the server's socket and event loop
-before the server's receive stamp (a user-space stamp: it includes the server's scheduling
-delay), and whatever the client adds. Reported at 1 and at 32 concurrent rollouts (ws mode),
-side by side; the server runs in its own process.
+The reference server stamps each response with `wsmode.ttft_ms`: from the moment the kernel had
+the request's last byte (its socket's receive stamp, SO_TIMESTAMPNS) to the moment it emitted the
+first output event. The client measures from the moment the request's bytes were handed to its
+socket to the moment the first output event arrived at its socket (the kernel's receive stamp
+too). The difference is what the measurement adds on top of the server's own latency: the
+loopback network both ways, and whatever the client adds. Reported at 1 and at 32 concurrent
+rollouts (ws mode), side by side; the server runs in its own process.
 
-The client stamps arrivals with the kernel's receive time (SO_TIMESTAMPNS), so its own
-scheduling and event-loop delays are not in its TTFT. What they would have added is measured in
-the same run, on the same reads: `read lag` = when the event loop handed the bytes over minus
-the kernel's stamp (the error an event-loop stamp would carry on top).
+Kernel stamps keep both processes' scheduling and event-loop delays out, with one exception: a
+TCP read is stamped with the arrival of the newest packet it returned. A client that wakes late
+(an idle VM's vCPU: ~1 ms here) reads the first output event together with the deltas sent after
+it, and stamps it as late as the last of them; a busy client reads each packet as it comes.
+`read lag` = when the event loop handed the bytes over minus the kernel's stamp: what a
+user-space stamp would have added on top.
 
     python bench/measurement_error.py [--profile spark-1000tps] [--concurrency 32] [--turns 6]
 """
@@ -77,7 +78,7 @@ def main() -> None:
     parser.add_argument("--profile", default="spark-1000tps")
     parser.add_argument("--traces", default="traces/corpus")
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--turns", type=int, default=6, help="turns replayed per rollout")
+    parser.add_argument("--turns", type=int, default=20, help="turns replayed per rollout")
     parser.add_argument("--mode", default="ws", choices=("ws", "http", "http-chained"))
     args = parser.parse_args()
     rollouts = load_traces(args.traces)

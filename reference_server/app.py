@@ -23,9 +23,11 @@ from websockets.server import ServerProtocol
 
 from harness.protocol import errors, wire
 from harness.protocol.errors import ApiError
+from harness.transport import sockets
+from harness.transport.sockets import StampingSocket
 from reference_server.auth import KeyRing
 from reference_server.config import ServerConfig
-from reference_server.connection import StampedConnection
+from reference_server.connection import StampedConnection, StampedStreamProtocol
 from reference_server.http_api import HttpConnection
 from reference_server.services import Services
 from reference_server.ws_session import WebSocketSession
@@ -42,6 +44,7 @@ class ReferenceServer:
         self.keyring = KeyRing(config.api_keys)
         self.port = config.port
         self._asyncio_server: asyncio.Server | None = None
+        self._listener: sockets.StampingListener | None = None
         self._ws_server: Server | None = None
         self._http_tasks: set[asyncio.Task[None]] = set()
         self._per_tenant: Counter[str] = Counter()
@@ -69,8 +72,11 @@ class ReferenceServer:
             open_timeout=self.config.limits.handshake_timeout_s,
         )
         loop = asyncio.get_running_loop()
+        # a listener whose connections read with kernel arrival stamps (sockets.py): a request's
+        # clock starts when its bytes arrived, even when the event loop reads them late
+        self._listener = sockets.listen(self.config.host, self.config.port)
         self._asyncio_server = await loop.create_server(
-            lambda: FrontDoor(self), self.config.host, self.config.port, reuse_address=True
+            lambda: FrontDoor(self), sock=self._listener
         )
         self._ws_server.wrap(self._asyncio_server)
         self.port = self._asyncio_server.sockets[0].getsockname()[1]
@@ -89,6 +95,9 @@ class ReferenceServer:
         self.services.persistence.close()
 
     # -- connection hand-off (called by FrontDoor) ------------------------------------------
+    def stamping_socket(self, transport: asyncio.BaseTransport) -> StampingSocket | None:
+        return self._listener.find_accepted(transport) if self._listener is not None else None
+
     def accept_websocket(self, transport: asyncio.Transport, head: bytes) -> None:
         assert self._ws_server is not None
         limits = self.config.limits
@@ -101,6 +110,7 @@ class ReferenceServer:
             ping_interval=limits.ping_interval_s,
             ping_timeout=limits.ping_timeout_s,
             close_timeout=limits.close_timeout_s,
+            sock=self.stamping_socket(transport),
         )
         transport.set_protocol(connection)
         connection.connection_made(transport)
@@ -109,12 +119,12 @@ class ReferenceServer:
     def accept_http(self, transport: asyncio.Transport, head: bytes) -> None:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=self.config.limits.max_message_bytes)
-        protocol = asyncio.StreamReaderProtocol(reader)
+        protocol = StampedStreamProtocol(reader, self.stamping_socket(transport))
         transport.set_protocol(protocol)
         protocol.connection_made(transport)
-        reader.feed_data(head)
+        protocol.data_received(head)
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
-        handler = HttpConnection(self.services, self.keyring, reader, writer)
+        handler = HttpConnection(self.services, self.keyring, reader, writer, protocol.arrival)
         task = loop.create_task(handler.serve())
         self._http_tasks.add(task)
         task.add_done_callback(self._http_tasks.discard)

@@ -1,7 +1,12 @@
-"""The server's WebSocket connection: `websockets`' own, plus socket-level arrival stamps."""
+"""The server's connections, WebSocket (`websockets`' own) and HTTP, with socket arrival stamps.
+
+Stamps come from the kernel (`harness.transport.sockets`: the time the bytes arrived, whenever
+the event loop reads them), else from the read itself.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections import deque
@@ -11,26 +16,47 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 from websockets.frames import DATA_OPCODES, Frame
 
+from harness.transport.sockets import StampingSocket, arrival_ns
+
+
+class StampedStreamProtocol(asyncio.StreamReaderProtocol):
+    """asyncio's stream protocol, remembering when the bytes it was fed last arrived."""
+
+    def __init__(self, reader: asyncio.StreamReader, sock: StampingSocket | None) -> None:
+        super().__init__(reader)
+        self._sock = sock
+        self._arrival_ns = 0
+
+    def data_received(self, data: bytes) -> None:
+        self._arrival_ns = arrival_ns(self._sock, self._arrival_ns)
+        super().data_received(data)
+
+    def arrival(self) -> float:
+        """perf_counter() seconds when the newest bytes read arrived (HTTP/1.1: no pipelining,
+        so once a request body is complete, its last byte)."""
+        return self._arrival_ns / 1e9 if self._arrival_ns else time.perf_counter()
+
 
 class StampedConnection(ServerConnection):
-    """Stamps each data message with the time its last frame was read off the socket.
+    """Stamps each data message with the arrival of the bytes that completed it.
 
     A request's server-side clock (TTFT, API overhead) starts there, not when the session's task
     gets around to it: under load the two differ by the event loop's queueing delay.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, sock: StampingSocket | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.arrivals: deque[float] = deque()  # one per complete data message, in order
-        self._chunk_at = 0.0
+        self._sock = sock
+        self._chunk_ns = 0
 
     def data_received(self, data: bytes) -> None:
-        self._chunk_at = time.perf_counter()
+        self._chunk_ns = arrival_ns(self._sock, self._chunk_ns)
         super().data_received(data)
 
     def process_event(self, event: Any) -> None:
         if isinstance(event, Frame) and event.fin and event.opcode in DATA_OPCODES:
-            self.arrivals.append(self._chunk_at)
+            self.arrivals.append(self._chunk_ns / 1e9)
         super().process_event(event)
 
     def arrival_of_next_message(self) -> float:

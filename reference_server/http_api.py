@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -38,8 +39,10 @@ class HttpConnection:
         keyring: KeyRing,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
+        arrival: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.services = services
+        self.arrival = arrival  # perf_counter() s when the bytes read last arrived
         self.keyring = keyring
         self.reader = reader
         self.writer = writer
@@ -154,7 +157,7 @@ class HttpConnection:
 
     async def _create(self, tenant: str) -> None:
         body = await self._read_body()
-        received_at = time.perf_counter()
+        received_at = self.arrival()
         if body is None:
             await self._error(
                 ApiError(

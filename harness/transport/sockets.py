@@ -11,18 +11,23 @@ on), `arrival_ns` falls back to the time of the read itself.
 
 asyncio's socket transport reads through the socket object it was given (`recv`, or `recv_into`
 under TLS), so a connection opened on a `StampingSocket` gets the stamps without any change to
-the transport; the protocol asks `arrival_ns(sock)` in its `data_received`.
+the transport; the protocol asks `arrival_ns(sock)` in its `data_received`. Servers get the same
+through `listen()`: its `StampingListener` hands asyncio's accept loop `StampingSocket`s, so a
+server's clock for a request starts when the kernel had its bytes, not when a busy event loop
+got around to reading them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import platform
 import socket
 import ssl
 import struct
 import sys
 import time
+import weakref
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -105,6 +110,63 @@ def arrival_ns(sock: StampingSocket | None, previous_ns: int) -> int:
     elif read_lags is not None:
         read_lags.append(now - stamp)
     return stamp if stamp > previous_ns else previous_ns
+
+
+class StampingListener(socket.socket):
+    """A listening socket whose accepted connections are `StampingSocket`s, stamps on.
+
+    asyncio's accept loop calls `accept()` on the socket it serves; `accepted` finds the
+    `StampingSocket` behind a transport by its file descriptor (`find_accepted`).
+    """
+
+    __slots__ = ("accepted",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.accepted: weakref.WeakValueDictionary[int, StampingSocket] = (
+            weakref.WeakValueDictionary()
+        )
+
+    def accept(self) -> tuple[StampingSocket, Any]:
+        fd, address = self._accept()  # type: ignore[attr-defined]
+        sock = StampingSocket(self.family, self.type, self.proto, fileno=fd)
+        sock.enable_stamps()  # usually inherited from the listener; packets before it: no stamp
+        if socket.getdefaulttimeout() is None and self.gettimeout():
+            sock.setblocking(True)  # as socket.accept() does
+        self.accepted[fd] = sock
+        return sock, address
+
+    def find_accepted(self, transport: asyncio.BaseTransport) -> StampingSocket | None:
+        """The `StampingSocket` a transport of this listener reads from (None if not ours)."""
+        wrapper = transport.get_extra_info("socket")
+        if wrapper is None:
+            return None
+        sock = self.accepted.get(wrapper.fileno())
+        return sock if sock is not None and sock.fileno() == wrapper.fileno() else None
+
+
+def listen(host: str, port: int, backlog: int = 1024) -> StampingListener:
+    """A bound, listening, non-blocking `StampingListener` for `loop.create_server(sock=...)`.
+
+    Binds the first address `host` resolves to (one socket: `localhost` gets one family).
+    """
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    if not infos:
+        raise OSError(f"cannot resolve {host}")
+    family, kind, proto, _, address = infos[0]
+    sock = StampingListener(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if SO_TIMESTAMPNS is not None and kernel_stamps:
+            with contextlib.suppress(OSError):  # accepted sockets inherit it (and set it again)
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        sock.bind(address)
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 async def open_socket(host: str, port: int) -> StampingSocket:
