@@ -9,7 +9,10 @@ so the client is the bottleneck. Four clients read the same responses, side by s
 - `bare+json+keep`: the same, keeping every parsed event in a list (as any client that returns
                    the events must): what holding them costs in CPython's cyclic GC;
 - `wsmode`:        `ws_exchange` over `WsClient`: per-frame timestamp, JSON, and the protocol
-                   checker / reassembler (`StreamAccumulator`) that the load driver runs.
+                   checker / reassembler (`StreamAccumulator`) that the load driver runs;
+                   under CPython's default GC settings;
+- `wsmode+gc`:     the same under the load driver's GC policy (`harness/load/gc_policy.py`), as
+                   `wsmode bench` and the locust users run it: the client as shipped.
 
 Two shapes: one response of `--events` deltas (every event of the run held at once: the GC's
 worst case), and `--responses` responses of `--small-events` deltas on one connection (each
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import statistics
@@ -35,6 +39,7 @@ from pathlib import Path
 
 from websockets.asyncio.client import connect
 
+from harness.load.gc_policy import load_gc
 from harness.transport.exchange import ws_exchange
 from harness.transport.ws import WsClient
 
@@ -93,7 +98,11 @@ class GcTimer:
             self.total_s += time.perf_counter() - self._start
 
 
-def measure(run: Callable[[], Awaitable[int]], repeats: int) -> tuple[float, float, float, int]:
+def measure(
+    run: Callable[[], Awaitable[int]],
+    repeats: int,
+    policy: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
+) -> tuple[float, float, float, int]:
     """(events/s, CPU ms per 1000 events, GC ms per 1000 events, events per run); medians."""
     rates, cpus, gcs = [], [], []
     events = 0
@@ -102,9 +111,10 @@ def measure(run: Callable[[], Awaitable[int]], repeats: int) -> tuple[float, flo
         timer = GcTimer()
         gc.callbacks.append(timer)
         try:
-            cpu0, t0 = time.process_time(), time.perf_counter()
-            events = asyncio.run(run())
-            wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+            with policy():
+                cpu0, t0 = time.process_time(), time.perf_counter()
+                events = asyncio.run(run())
+                wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         finally:
             gc.callbacks.remove(timer)
         rates.append(events / wall)
@@ -133,6 +143,7 @@ def table(
         ("bare+json", measure(lambda: bare(url, True, responses=responses), repeats)),
         ("bare+json+keep", measure(lambda: bare(url, True, True, responses), repeats)),
         ("wsmode", measure(lambda: wsmode(url, responses), repeats)),
+        ("wsmode+gc", measure(lambda: wsmode(url, responses), repeats, load_gc)),
     ]
 
 

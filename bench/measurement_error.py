@@ -8,10 +8,12 @@ too). The difference is what the measurement adds on top of the server's own lat
 loopback network both ways, and whatever the client adds. Reported at 1 and at 32 concurrent
 rollouts (ws mode), side by side; the server runs in its own process.
 
-Kernel stamps keep both processes' scheduling and event-loop delays out, with one exception: a
-TCP read is stamped with the arrival of the newest packet it returned. A client that wakes late
-(an idle VM's vCPU: ~1 ms here) reads the first output event together with the deltas sent after
-it, and stamps it as late as the last of them; a busy client reads each packet as it comes.
+Kernel stamps keep both processes' scheduling and event-loop delays out; what is left is the
+kernel's own send path. On this VM that path is slow right after a process has been idle: a
+`send()` on loopback takes ~0.2 ms after a 50 ms sleep against ~5 us when the sender is busy (the
+receiver's kernel stamp is taken inside the sender's syscall, so the delay is in neither
+process's code). At 1 rollout every request and every first output follows an idle wait (the
+engine's TTFT, the tool wait), so the error there is ~1 ms; at 32 the processes stay busy.
 `read lag` = when the event loop handed the bytes over minus the kernel's stamp: what a
 user-space stamp would have added on top.
 
@@ -25,6 +27,7 @@ import asyncio
 import time
 
 from harness.load.bench import EmbeddedServer
+from harness.load.gc_policy import load_gc
 from harness.load.replay import Endpoint, ReplayOptions, RolloutResult, replay_rollout
 from harness.load.schedule import closed_loop
 from harness.load.traces import Rollout, load_traces
@@ -43,7 +46,8 @@ def run_level(
         return await replay_rollout(rollout, endpoint, options)
 
     start = time.perf_counter()
-    results = asyncio.run(closed_loop(jobs, runner, concurrency=concurrency))
+    with load_gc():  # as `wsmode bench` runs its client
+        results = asyncio.run(closed_loop(jobs, runner, concurrency=concurrency))
     return results, time.perf_counter() - start
 
 

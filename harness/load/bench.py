@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.load import compare as cmp
+from harness.load.gc_policy import load_gc
 from harness.load.metrics import MetricSet
 from harness.load.replay import (
     MODES,
@@ -829,7 +830,8 @@ def run_bench(config: BenchConfig, *, out: TextIO | None = None, err: TextIO | N
         if config.embedded:
             run.notes.append("each variant replays as its own tenant (separate prefix cache)")
         try:
-            asyncio.run(_run(run, err))
+            with load_gc():
+                asyncio.run(_run(run, err))
         except KeyboardInterrupt:
             err.write("interrupted\n")
             return 130

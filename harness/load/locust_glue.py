@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from harness.load.bench import metric_sets, mode_entry
 from harness.load.compare import compare
+from harness.load.gc_policy import load_gc
 from harness.load.metrics import MetricSet
 from harness.load.replay import RolloutResult
 from harness.report.schema import finish_result, new_result
@@ -143,7 +144,8 @@ class AsyncioBridge:
         self.loop = loop
         asyncio.set_event_loop(loop)
         self._ready.set()
-        loop.run_forever()
+        with load_gc():
+            loop.run_forever()
 
     def call(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
         """Run `coro` on the loop; block this greenlet (only) until it ends."""
