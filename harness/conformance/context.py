@@ -434,11 +434,7 @@ class CaseContext:
     ) -> tuple[SseStream, ResponseAccumulator]:
         """Stream one request over SSE; returns the raw stream and its checked accumulator."""
         client = http or self.http()
-        stream = await client.stream(
-            body,
-            event_timeout_s=self.event_timeout_s,
-            total_timeout_s=self.event_timeout_s * 3,
-        )
+        stream = await client.stream(body, total_timeout_s=self.event_timeout_s * 3)
         accumulator = ResponseAccumulator()
         for timed in stream.events:
             accumulator.feed(timed.event)

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import json
 import time
 import urllib.parse
 import zlib
 from collections.abc import AsyncGenerator, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import h11
@@ -96,11 +99,54 @@ class SseClient:
     ) -> AsyncGenerator[TimedEvent, None]:
         """POST with stream:true; yields events until the server ends the stream.
 
-        `on_sent` gets the request's send stamp (perf_counter_ns as its bytes went out).
+        `on_sent` gets the request's send stamp (perf_counter_ns as its bytes went out). A non-2xx
+        answer raises `HttpStatusError` with its body.
         """
+        parser = SseParser()
+        received_ns = 0
+        async with contextlib.aclosing(self._stream_body(body, None, on_sent, None)) as chunks:
+            async for data, received_ns in chunks:
+                for raw, size in parser.feed(data):
+                    yield TimedEvent(parse_event(raw), received_ns, size)
+        for raw, size in parser.end():
+            yield TimedEvent(parse_event(raw), received_ns, size)
+
+    async def stream_blocks(
+        self,
+        body: Mapping[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        on_sent: Callable[[int], None] | None = None,
+        on_head: Callable[[int, dict[str, str]], None] | None = None,
+    ) -> AsyncGenerator[tuple[bytes, int], None]:
+        """As `stream`, for checkers: every SSE block whole, with the arrival of its last byte.
+
+        A block's lines end in LF, without the blank line that ended it; comments, `event:`
+        lines and `[DONE]` are all there. `on_head(status, headers)` sees a 2xx response's head
+        before its first block; `headers` are added to the request's.
+        """
+        parser = SseParser()
+        received_ns = 0
+        body_chunks = self._stream_body(body, headers, on_sent, on_head)
+        async with contextlib.aclosing(body_chunks) as chunks:
+            async for data, received_ns in chunks:
+                for block in parser.blocks(data):
+                    yield block, received_ns
+        last = parser.end_block()
+        if last is not None:
+            yield last, received_ns
+
+    async def _stream_body(
+        self,
+        body: Mapping[str, Any],
+        headers: Mapping[str, str] | None,
+        on_sent: Callable[[int], None] | None,
+        on_head: Callable[[int, dict[str, str]], None] | None,
+    ) -> AsyncGenerator[tuple[bytes, int], None]:
+        """The streaming POST: its body's bytes (de-chunked, decompressed), each with its stamp."""
         content = wire.dumps({**body, "stream": True}).encode()
         self.bytes_sent += len(content)
-        request = self._request(b"POST", "/responses", content, b"text/event-stream")
+        request = self._request(b"POST", "/responses", content, b"text/event-stream", headers)
         connection, response, sent_ns = await self._open_exchange(request)
         if on_sent is not None:
             on_sent(sent_ns)
@@ -110,8 +156,9 @@ class SseClient:
                 raw = await self._read_body(connection)
                 reusable = connection.finish()
                 raise HttpStatusError(response.status_code, raw, _headers(response))
+            if on_head is not None:
+                on_head(response.status_code, _headers(response))
             decoder = _decoder(response)
-            parser = SseParser()
             while True:
                 event = await self._next_body_event(connection)
                 if type(event) is h11.Data:
@@ -119,33 +166,36 @@ class SseClient:
                     self.bytes_received += len(data)
                     if decoder is not None:
                         data = _decompress(decoder, data)
-                    received_ns = connection.chunk_ns
-                    for raw, size in parser.feed(data):
-                        yield TimedEvent(_event(raw), received_ns, size)
+                    yield data, connection.chunk_ns
                 elif type(event) is h11.EndOfMessage:
                     break
             if decoder is not None:
                 tail = _decompress(decoder, None)
                 if tail:
-                    for raw, size in parser.feed(tail):
-                        yield TimedEvent(_event(raw), connection.chunk_ns, size)
-            for raw, size in parser.end():
-                yield TimedEvent(_event(raw), connection.chunk_ns, size)
+                    yield tail, connection.chunk_ns
             reusable = connection.finish()
         finally:
             self._release(connection, reusable)
 
     async def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """POST without streaming; returns the Response object."""
-        content = wire.dumps(body).encode()
-        self.bytes_sent += len(content)
-        return await self._json(self._request(b"POST", "/responses", content, b"application/json"))
+        return await self._json(b"POST", "/responses", wire.dumps(body).encode())
 
     async def retrieve(self, response_id: str) -> dict[str, Any]:
-        target = "/responses/" + urllib.parse.quote(response_id, safe="")
-        return await self._json(self._request(b"GET", target, None, b"application/json"))
+        return await self._json(b"GET", "/responses/" + urllib.parse.quote(response_id, safe=""))
 
-    async def _json(self, request: _Request) -> dict[str, Any]:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        content: bytes | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpReply:
+        """Any request, answered as it came: status, headers and the (decompressed) body."""
+        if content is not None:
+            self.bytes_sent += len(content)
+        request = self._request(method.encode(), path, content, b"application/json", headers)
         connection, response, _ = await self._open_exchange(request)
         reusable = False
         try:
@@ -153,21 +203,34 @@ class SseClient:
             reusable = connection.finish()
         finally:
             self._release(connection, reusable)
-        if not 200 <= response.status_code < 300:
-            raise HttpStatusError(response.status_code, raw, _headers(response))
         decoder = _decoder(response)
         if decoder is not None:
             raw = _decompress(decoder, raw) + _decompress(decoder, None)
+        return HttpReply(response.status_code, _headers(response), raw)
+
+    async def _json(self, method: bytes, path: str, content: bytes | None = None) -> dict[str, Any]:
+        reply = await self.request(method.decode(), path, content)
+        if not 200 <= reply.status < 300:
+            raise HttpStatusError(reply.status, reply.body, reply.headers)
         try:
-            payload = loads_json(raw.decode())
+            payload = loads_json(reply.body.decode())
         except ValueError:
-            raise GarbageFrame("a response body that is not JSON", raw) from None
+            raise GarbageFrame("a response body that is not JSON", reply.body) from None
         if not isinstance(payload, dict):
-            raise GarbageFrame("a response body that is not a JSON object", raw)
+            raise GarbageFrame("a response body that is not a JSON object", reply.body)
         return payload
 
-    def _request(self, method: bytes, path: str, content: bytes | None, accept: bytes) -> _Request:
+    def _request(
+        self,
+        method: bytes,
+        path: str,
+        content: bytes | None,
+        accept: bytes,
+        extra: Mapping[str, str] | None = None,
+    ) -> _Request:
         headers = [*self._headers, (b"accept", accept)]
+        if extra:
+            headers += [(name.lower().encode(), value.encode()) for name, value in extra.items()]
         if content is not None:
             headers.append((b"content-type", b"application/json"))
             headers.append((b"content-length", str(len(content)).encode()))
@@ -323,6 +386,20 @@ class SseClient:
             if not waiter.done():
                 waiter.set_result(None)
                 return
+
+
+@dataclass
+class HttpReply:
+    status: int
+    headers: dict[str, str]  # names in lower case
+    body: bytes
+
+    def json(self) -> Any:
+        """The body as JSON, or None when it is not JSON."""
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
 
 
 class _ClosedBeforeResponse(Exception):
@@ -533,7 +610,8 @@ def _decompress(decoder: Any, data: bytes | None) -> bytes:
         raise GarbageFrame("a response body that does not decompress", data or b"") from None
 
 
-def _event(raw: bytes) -> dict[str, Any]:
+def parse_event(raw: bytes) -> dict[str, Any]:
+    """An SSE data payload as an event (a JSON object), else GarbageFrame."""
     try:
         event = loads_json(raw.decode())
     except ValueError:  # includes invalid UTF-8
@@ -557,6 +635,16 @@ class SseParser:
         self.cr_pending = False
 
     def feed(self, data: bytes) -> list[tuple[bytes, int]]:
+        """(data payload, block size) of each block `data` completes that carries data."""
+        out: list[tuple[bytes, int]] = []
+        for block in self.blocks(data):
+            raw = _block_data(block)
+            if raw is not None:
+                out.append((raw, len(block) + 2))
+        return out
+
+    def blocks(self, data: bytes) -> list[bytes]:
+        """The blocks `data` completes, whole: LF line ends, without their blank line."""
         if self.cr_pending:
             data = b"\r" + data
             self.cr_pending = False
@@ -566,28 +654,30 @@ class SseParser:
                 self.cr_pending = True
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         buffer = self.buffer + data if self.buffer else data
-        out: list[tuple[bytes, int]] = []
+        out: list[bytes] = []
         start = 0
         while True:
             end = buffer.find(b"\n\n", start)
             if end < 0:
                 break
-            raw = _block_data(buffer[start:end])
-            if raw is not None:
-                out.append((raw, end - start + 2))
+            out.append(buffer[start:end])
             start = end + 2
         self.buffer = buffer[start:] if start else buffer
         return out
 
     def end(self) -> list[tuple[bytes, int]]:
         """At the end of the body: a last block without its blank line still counts."""
+        size = len(self.buffer) + self.cr_pending
+        block = self.end_block()
+        raw = _block_data(block) if block is not None else None
+        return [(raw, size)] if raw is not None else []
+
+    def end_block(self) -> bytes | None:
+        """At the end of the body: the last block if it came without its blank line."""
         rest = self.buffer + (b"\n" if self.cr_pending else b"")
         self.buffer = b""
         self.cr_pending = False
-        if not rest.strip():
-            return []
-        raw = _block_data(rest.rstrip(b"\n"))
-        return [(raw, len(rest))] if raw is not None else []
+        return rest.rstrip(b"\n") if rest.strip() else None
 
 
 def _block_data(block: bytes) -> bytes | None:
@@ -596,10 +686,20 @@ def _block_data(block: bytes) -> bytes | None:
         rest = block[newline + 1 :] if newline >= 0 else b""
         if rest.startswith(b"data:") and b"\n" not in rest:
             return _data(rest[5:].lstrip())
-    data_lines = [line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:")]
-    if not data_lines:
-        return None
-    return _data(b"\n".join(data_lines))
+    _, data = block_fields(block)
+    return _data(data) if data is not None else None
+
+
+def block_fields(block: bytes) -> tuple[str | None, bytes | None]:
+    """A block's `event:` name and its data (the `data:` lines joined by LF); None if absent."""
+    name: str | None = None
+    data_lines: list[bytes] = []
+    for line in block.split(b"\n"):
+        if line.startswith(b"event:"):
+            name = line[6:].strip().decode("utf-8", "replace")
+        elif line.startswith(b"data:"):
+            data_lines.append(line[5:].lstrip())
+    return name, b"\n".join(data_lines) if data_lines else None
 
 
 def _data(raw: bytes) -> bytes | None:
