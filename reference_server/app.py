@@ -43,6 +43,7 @@ class ReferenceServer:
         self.services = Services.build(config)
         self.keyring = KeyRing(config.api_keys)
         self.port = config.port
+        self.loop: asyncio.AbstractEventLoop | None = None  # the loop it serves on, once started
         self._asyncio_server: asyncio.Server | None = None
         self._listener: sockets.StampingListener | None = None
         self._ws_server: Server | None = None
@@ -71,7 +72,7 @@ class ReferenceServer:
             server_header="wsmode-reference",
             open_timeout=self.config.limits.handshake_timeout_s,
         )
-        loop = asyncio.get_running_loop()
+        loop = self.loop = asyncio.get_running_loop()
         # a listener whose connections read with kernel arrival stamps (sockets.py): a request's
         # clock starts when its bytes arrived, even when the event loop reads them late
         self._listener = sockets.listen(self.config.host, self.config.port)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 
@@ -74,3 +75,39 @@ def test_without_the_socket_option_reads_are_plain(monkeypatch: pytest.MonkeyPat
     finally:
         client.close()
         server.close()
+
+
+@needs_kernel_stamps
+def test_a_listeners_connections_are_stamped_when_the_bytes_arrived_not_when_read() -> None:
+    async def main() -> tuple[object, int, int, int]:
+        loop = asyncio.get_running_loop()
+        listener = sockets.listen("127.0.0.1", 0)
+        got: asyncio.Future[tuple[object, int, int]] = loop.create_future()
+
+        class Reader(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                self.sock = listener.find_accepted(transport)
+
+            def data_received(self, data: bytes) -> None:
+                if not got.done():
+                    stamp = arrival_ns(self.sock, 0)
+                    got.set_result((self.sock, stamp, time.perf_counter_ns()))
+
+        server = await loop.create_server(Reader, sock=listener)
+        client = socket.create_connection(listener.getsockname()[:2])
+        try:
+            await asyncio.sleep(0.05)  # accepted: the protocol has its socket
+            sent_ns = time.perf_counter_ns()
+            client.sendall(b"hello")
+            time.sleep(0.1)  # the event loop is busy: the bytes wait in the kernel
+            sock, stamp_ns, read_ns = await asyncio.wait_for(got, 5)
+            return sock, sent_ns, stamp_ns, read_ns
+        finally:
+            client.close()
+            server.close()
+            await server.wait_closed()
+
+    sock, sent_ns, stamp_ns, read_ns = asyncio.run(main())
+    assert isinstance(sock, StampingSocket)
+    assert read_ns - sent_ns >= 100_000_000  # read after the loop was free again
+    assert sent_ns <= stamp_ns < read_ns - 50_000_000  # stamped on arrival, not at the read
