@@ -1,12 +1,13 @@
 """Measurement error: client TTFT minus the server-stamped TTFT, under load.
 
-The reference server stamps each response with `wsmode.ttft_ms`: from the moment the kernel had
-the request's last byte (its socket's receive stamp, SO_TIMESTAMPNS) to the moment it emitted the
-first output event. The client measures from the moment the request's bytes were handed to its
-socket to the moment the first output event arrived at its socket (the kernel's receive stamp
-too). The difference is what the measurement adds on top of the server's own latency: the
-loopback network both ways, and whatever the client adds. Reported at 1 and at 32 concurrent
-rollouts (ws mode), side by side; the server runs in its own process.
+The reference server stamps each response with `wsmode.ttft_ms`: from the moment its request began
+to arrive (the kernel's receive stamp, SO_TIMESTAMPNS, of the read that brought the request's
+first bytes) to the moment it emitted the first output event. The client measures from the moment
+the request's bytes were handed to its socket to the moment the first output event arrived at its
+socket (the kernel's receive stamp too). The difference is what the measurement adds on top of
+the server's own latency: the loopback network both ways, and whatever the client adds.
+Reported at 1 and at 32 concurrent rollouts, side by side; the server runs in its own process.
+`--mode http` measures the HTTP/SSE path the same way.
 
 Kernel stamps keep both processes' scheduling and event-loop delays out; what is left is the
 kernel's own send path. On this VM that path is slow right after a process has been idle: a
@@ -17,7 +18,7 @@ engine's TTFT, the tool wait), so the error there is ~1 ms; at 32 the processes 
 `read lag` = when the event loop handed the bytes over minus the kernel's stamp: what a
 user-space stamp would have added on top.
 
-    python bench/measurement_error.py [--profile spark-1000tps] [--concurrency 32] [--turns 6]
+    python bench/measurement_error.py [--mode ws|http|http-chained] [--concurrency 32] [--turns 20]
 """
 
 from __future__ import annotations

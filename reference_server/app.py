@@ -75,7 +75,11 @@ class ReferenceServer:
         loop = self.loop = asyncio.get_running_loop()
         # a listener whose connections read with kernel arrival stamps (sockets.py): a request's
         # clock starts when its bytes arrived, even when the event loop reads them late
-        self._listener = sockets.listen(self.config.host, self.config.port)
+        self._listener = sockets.listen(
+            self.config.host,
+            self.config.port,
+            receive_buffer_bytes=self.config.limits.socket_receive_buffer_bytes,
+        )
         self._asyncio_server = await loop.create_server(
             lambda: FrontDoor(self), sock=self._listener
         )
@@ -125,7 +129,7 @@ class ReferenceServer:
         protocol.connection_made(transport)
         protocol.data_received(head)
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
-        handler = HttpConnection(self.services, self.keyring, reader, writer, protocol.arrival)
+        handler = HttpConnection(self.services, self.keyring, reader, writer, protocol)
         task = loop.create_task(handler.serve())
         self._http_tasks.add(task)
         task.add_done_callback(self._http_tasks.discard)

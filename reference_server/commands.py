@@ -72,6 +72,12 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-message-bytes", type=int, default=4 * 1024 * 1024)
     parser.add_argument("--context-window", type=int, default=200_000, help="tokens")
     parser.add_argument(
+        "--receive-buffer-bytes",
+        type=int,
+        default=4 * 1024 * 1024,
+        help="socket receive buffer per connection (0: the kernel's autotuned default)",
+    )
+    parser.add_argument(
         "--disable",
         action="append",
         default=[],
@@ -108,6 +114,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             send_stall_timeout_s=args.send_stall_timeout_s,
             max_message_bytes=args.max_message_bytes,
             context_window_tokens=args.context_window,
+            socket_receive_buffer_bytes=args.receive_buffer_bytes,
         ),
         optimizations=optimizations,
         faults=check_fault_names(args.fault),

@@ -58,6 +58,12 @@ class Limits:
     context_window_tokens: int = 200_000  # RELIABILITY.md says 128k: see the server README
     max_output_tokens: int = 32_000
     drain_timeout_s: float = 10.0  # SIGTERM: finish in-flight responses, then close 1001
+    # Each connection's socket receive buffer (SO_RCVBUF; the kernel caps it at
+    # net.core.rmem_max; 0 keeps the kernel's autotuned default). Large, so that a client can
+    # hand a whole request over at once: with the default (128 KiB to start) a full-history
+    # request waits in the client's kernel until the server has read the first part, and under
+    # load the server reads late.
+    socket_receive_buffer_bytes: int = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

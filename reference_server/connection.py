@@ -20,43 +20,63 @@ from harness.transport.sockets import StampingSocket, arrival_ns
 
 
 class StampedStreamProtocol(asyncio.StreamReaderProtocol):
-    """asyncio's stream protocol, remembering when the bytes it was fed last arrived."""
+    """asyncio's stream protocol, remembering when the current request's first bytes arrived."""
 
     def __init__(self, reader: asyncio.StreamReader, sock: StampingSocket | None) -> None:
         super().__init__(reader)
         self._sock = sock
-        self._arrival_ns = 0
+        self._arrival_ns = 0  # the newest bytes
+        self._first_ns = 0  # the first bytes since `next_request()`; 0: none yet
 
     def data_received(self, data: bytes) -> None:
         self._arrival_ns = arrival_ns(self._sock, self._arrival_ns)
+        if not self._first_ns:
+            self._first_ns = self._arrival_ns
         super().data_received(data)
 
-    def arrival(self) -> float:
-        """perf_counter() seconds when the newest bytes read arrived (HTTP/1.1: no pipelining,
-        so once a request body is complete, its last byte)."""
-        return self._arrival_ns / 1e9 if self._arrival_ns else time.perf_counter()
+    def next_request(self) -> None:
+        """The current request is answered: bytes from now on belong to the next one."""
+        self._first_ns = 0
+
+    def request_arrival(self) -> float:
+        """perf_counter() seconds when the current request's first bytes arrived."""
+        stamp = self._first_ns or self._arrival_ns
+        return stamp / 1e9 if stamp else time.perf_counter()
 
 
 class StampedConnection(ServerConnection):
-    """Stamps each data message with the arrival of the bytes that completed it.
+    """Stamps each data message with the arrival of its first bytes.
 
-    A request's server-side clock (TTFT, API overhead) starts there, not when the session's task
-    gets around to it: under load the two differ by the event loop's queueing delay.
+    A request's server-side clock (TTFT, API overhead) starts there: not when the session's task
+    gets around to it, nor when its last byte could arrive. Under load those differ by the event
+    loop's queueing delay, and for a request larger than the socket's receive window by the time
+    the busy server took to make room for the rest.
     """
 
     def __init__(self, *args: Any, sock: StampingSocket | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.arrivals: deque[float] = deque()  # one per complete data message, in order
         self._sock = sock
-        self._chunk_ns = 0
+        self._chunk_ns = 0  # arrival of the chunk being parsed
+        self._start_ns = 0  # arrival of the chunk the current frame began in; 0: between frames
+        self._in_message = False  # inside a fragmented data message
 
     def data_received(self, data: bytes) -> None:
         self._chunk_ns = arrival_ns(self._sock, self._chunk_ns)
-        super().data_received(data)
+        if not self._start_ns:  # the read begins with the first bytes of a frame
+            self._start_ns = self._chunk_ns
+        super().data_received(data)  # complete frames reach `process_event` from here
+        if not self._start_ns and self.protocol.reader.buffer:
+            self._start_ns = self._chunk_ns  # the chunk also began the next frame
 
     def process_event(self, event: Any) -> None:
-        if isinstance(event, Frame) and event.fin and event.opcode in DATA_OPCODES:
-            self.arrivals.append(self._chunk_ns / 1e9)
+        if isinstance(event, Frame) and event.opcode in DATA_OPCODES:
+            self._in_message = not event.fin
+            if event.fin:
+                self.arrivals.append((self._start_ns or self._chunk_ns) / 1e9)
+                self._start_ns = 0
+        elif not self._in_message:
+            self._start_ns = 0  # a control frame (or the handshake) between two messages
         super().process_event(event)
 
     def arrival_of_next_message(self) -> float:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -20,6 +19,7 @@ from harness.protocol.errors import ApiError
 from harness.protocol.events import Event
 from harness.protocol.requests import InvalidRequest, parse_create
 from reference_server.auth import KeyRing
+from reference_server.connection import StampedStreamProtocol
 from reference_server.services import Services
 from reference_server.turn import RequestRefused, Send, TurnContext, TurnRunner
 
@@ -39,10 +39,10 @@ class HttpConnection:
         keyring: KeyRing,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        arrival: Callable[[], float] = time.perf_counter,
+        stamps: StampedStreamProtocol | None = None,
     ) -> None:
         self.services = services
-        self.arrival = arrival  # perf_counter() s when the bytes read last arrived
+        self.stamps = stamps  # when each request's first bytes arrived
         self.keyring = keyring
         self.reader = reader
         self.writer = writer
@@ -157,7 +157,7 @@ class HttpConnection:
 
     async def _create(self, tenant: str) -> None:
         body = await self._read_body()
-        received_at = self.arrival()
+        received_at = self.stamps.request_arrival() if self.stamps else time.perf_counter()
         if body is None:
             await self._error(
                 ApiError(
@@ -214,7 +214,7 @@ class HttpConnection:
             await self._error(refused.error)
             return
         if request.stream:
-            await self._write(self.h11.send(h11.EndOfMessage()))
+            await self._write_last(self.h11.send(h11.EndOfMessage()))
             return
         response = outcome.response
         if outcome.status == "failed" and response.get("error"):
@@ -235,6 +235,13 @@ class HttpConnection:
             self.writer.transport.abort()
             raise _Gone("client stopped reading") from None
 
+    async def _write_last(self, data: bytes) -> None:
+        """Write a response's last bytes: whatever arrives from now on is the next request's
+        (HTTP/1.1 clients do not pipeline), even while this write still waits to drain."""
+        if self.stamps is not None:
+            self.stamps.next_request()
+        await self._write(data)
+
     async def _send(
         self,
         status: int,
@@ -249,7 +256,7 @@ class HttpConnection:
         ]
         data = self.h11.send(h11.Response(status_code=status, headers=headers))
         data += self.h11.send(h11.Data(data=body)) + self.h11.send(h11.EndOfMessage())
-        await self._write(data)
+        await self._write_last(data)
 
     async def _json(self, status: int, payload: Any) -> None:
         await self._send(status, wire.dumps(payload).encode(), "application/json")

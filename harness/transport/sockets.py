@@ -145,10 +145,14 @@ class StampingListener(socket.socket):
         return sock if sock is not None and sock.fileno() == wrapper.fileno() else None
 
 
-def listen(host: str, port: int, backlog: int = 1024) -> StampingListener:
+def listen(
+    host: str, port: int, *, backlog: int = 1024, receive_buffer_bytes: int = 0
+) -> StampingListener:
     """A bound, listening, non-blocking `StampingListener` for `loop.create_server(sock=...)`.
 
     Binds the first address `host` resolves to (one socket: `localhost` gets one family).
+    `receive_buffer_bytes` > 0 sets SO_RCVBUF, which accepted sockets inherit (set before
+    `listen`, so that the window scale offered in the handshake fits it).
     """
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     if not infos:
@@ -160,6 +164,8 @@ def listen(host: str, port: int, backlog: int = 1024) -> StampingListener:
         if SO_TIMESTAMPNS is not None and kernel_stamps:
             with contextlib.suppress(OSError):  # accepted sockets inherit it (and set it again)
                 sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        if receive_buffer_bytes > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_bytes)
         sock.bind(address)
         sock.listen(backlog)
         sock.setblocking(False)

@@ -111,3 +111,21 @@ def test_a_listeners_connections_are_stamped_when_the_bytes_arrived_not_when_rea
     assert isinstance(sock, StampingSocket)
     assert read_ns - sent_ns >= 100_000_000  # read after the loop was free again
     assert sent_ns <= stamp_ns < read_ns - 50_000_000  # stamped on arrival, not at the read
+
+
+def test_a_listeners_receive_buffer_is_what_its_connections_get() -> None:
+    def accepted_buffer(receive_buffer_bytes: int) -> int:
+        listener = sockets.listen("127.0.0.1", 0, receive_buffer_bytes=receive_buffer_bytes)
+        listener.setblocking(True)
+        client = socket.create_connection(listener.getsockname()[:2])
+        try:
+            server, _ = listener.accept()
+            with server:
+                assert isinstance(server, StampingSocket)
+                return server.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        finally:
+            client.close()
+            listener.close()
+
+    # the kernel caps the value (net.core.rmem_max) and reports it doubled; either way, larger
+    assert accepted_buffer(4 * 1024 * 1024) > accepted_buffer(0)
