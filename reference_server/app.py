@@ -24,7 +24,6 @@ from websockets.server import ServerProtocol
 from harness.protocol import errors, wire
 from harness.protocol.errors import ApiError
 from harness.transport import sockets
-from harness.transport.sockets import StampingSocket
 from reference_server.auth import KeyRing
 from reference_server.config import ServerConfig
 from reference_server.connection import StampedConnection, StampedStreamProtocol
@@ -100,7 +99,7 @@ class ReferenceServer:
         self.services.persistence.close()
 
     # -- connection hand-off (called by FrontDoor) ------------------------------------------
-    def stamping_socket(self, transport: asyncio.BaseTransport) -> StampingSocket | None:
+    def stamping_socket(self, transport: asyncio.BaseTransport) -> sockets.StampingSocket | None:
         return self._listener.find_accepted(transport) if self._listener is not None else None
 
     def accept_websocket(self, transport: asyncio.Transport, head: bytes) -> None:

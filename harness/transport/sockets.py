@@ -150,14 +150,14 @@ def listen(
 ) -> StampingListener:
     """A bound, listening, non-blocking `StampingListener` for `loop.create_server(sock=...)`.
 
-    Binds the first address `host` resolves to (one socket: `localhost` gets one family).
+    Binds one address of those `host` resolves to, IPv4 first (`localhost` gets 127.0.0.1).
     `receive_buffer_bytes` > 0 sets SO_RCVBUF, which accepted sockets inherit (set before
     `listen`, so that the window scale offered in the handshake fits it).
     """
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     if not infos:
         raise OSError(f"cannot resolve {host}")
-    family, kind, proto, _, address = infos[0]
+    family, kind, proto, _, address = min(infos, key=lambda info: info[0] != socket.AF_INET)
     sock = StampingListener(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
