@@ -1,9 +1,11 @@
 """Latency histograms: HdrHistogram in microseconds, mergeable across workers without loss.
 
-A `LatencyHistogram` keeps every recorded value at 3 significant digits over 1 µs .. 10 min.
-Nothing is ever dropped: a value outside that range is clamped to the nearest bound, recorded
-there, and counted in `out_of_range_count`, so a count always equals the number of calls to
-`record_ms`, and a report can say how many values were clamped.
+A `LatencyHistogram` keeps every recorded value at 3 significant digits over 1 µs .. 10 min,
+and zero: two events read off the socket together are 0 µs apart (an ITL gap of 0 is a
+measurement, not an error), so values under 1 µs are recorded as 0 or 1 µs, rounded. Nothing is
+ever dropped: a value outside 0 .. 10 min (a negative one, or a longer one) is clamped to the
+nearest bound, recorded there, and counted in `out_of_range_count`, so a count always equals
+the number of calls to `record_ms`, and a report can say how many values were clamped.
 
 A `MetricSet` is a named family of histograms (`ttft_ms`, `itl_ms`, `tpot_ms`, `turn_e2e_ms`,
 `rollout_e2e_ms`, ...). Its wire form `to_dict()` is plain JSON and is exactly the shape of one
@@ -49,9 +51,9 @@ class LatencyHistogram:
         if count < 1:
             raise ValueError(f"count must be >= 1, got {count}")
         value_us = value_ms * 1000.0
-        if value_us < LOWEST_US or value_us > HIGHEST_US:
+        if value_us < 0 or value_us > HIGHEST_US:
             self.out_of_range_count += count
-            value_us = min(max(value_us, LOWEST_US), HIGHEST_US)
+            value_us = min(max(value_us, 0.0), HIGHEST_US)
         recorded = self._hist.record_value(round(value_us), count)
         if not recorded:  # cannot happen after clamping; never lose a value silently
             raise RuntimeError(f"hdrh refused value {value_us} µs")

@@ -89,7 +89,7 @@ class ReplayOptions:
     send_script: bool = True  # send the recorded output as `wsmode.script` (reference server)
     prewarm: bool = False  # ws: codex-style `generate: false` warm-up before turn 0
     store: bool | None = None  # default: false for ws/http; http-chained always stores
-    include_reasoning: bool = True  # http: resend reasoning items (summary only) in the history
+    include_reasoning: bool = True  # http: resend emitted reasoning items (id, summary, encrypted)
     seed: int | None = None  # `wsmode.seed`; default: the rollout's seed
     max_turns: int | None = None  # replay only the first N turns
     turn_timeout_s: float = 120.0
@@ -277,13 +277,18 @@ def history_item(item: Mapping[str, Any], *, include_reasoning: bool) -> dict[st
             "name": item.get("name"),
             "arguments": item.get("arguments", ""),
         }
-    if kind == "reasoning" and include_reasoning:
+    if kind == "reasoning" and include_reasoning and isinstance(item.get("id"), str):
+        # What the Responses API takes back from a stateless client: the item's id, its summary
+        # and its encrypted content (sent when the request asked for it, see `request`).
         summary = [
             {"type": "summary_text", "text": p.get("text", "")}
             for p in item.get("summary") or []
             if isinstance(p, Mapping)
         ]
-        return {"type": "reasoning", "summary": summary}
+        resent: dict[str, Any] = {"type": "reasoning", "id": item["id"], "summary": summary}
+        if isinstance(item.get("encrypted_content"), str):
+            resent["encrypted_content"] = item["encrypted_content"]
+        return resent
     return None
 
 
@@ -401,6 +406,9 @@ class RolloutState:
             body["tools"] = list(self.rollout.tools)
         if opts.mode == "http":
             body["input"] = [*self.history, *answers.items]
+            if opts.include_reasoning:
+                # without a stored response, reasoning can only come back encrypted
+                body["include"] = ["reasoning.encrypted_content"]
         else:
             body["input"] = answers.items
             if self.previous_response_id is not None:

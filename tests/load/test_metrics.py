@@ -37,15 +37,23 @@ def test_records_at_three_significant_digits() -> None:
 
 def test_out_of_range_values_are_clamped_and_counted_never_dropped() -> None:
     h = LatencyHistogram()
-    h.record_ms(0.0)  # below 1 µs
     h.record_ms(-3.0)
     h.record_ms(HIGHEST_US / 1000.0 * 2)  # 20 minutes
     h.record_ms(5.0)
-    assert h.count == 4
-    assert h.out_of_range_count == 3
-    assert h.min_ms == pytest.approx(0.001)
+    assert h.count == 3
+    assert h.out_of_range_count == 2
+    assert h.min_ms == 0.0
     assert h.max_ms == pytest.approx(HIGHEST_US / 1000.0, rel=1e-3)
-    assert h.summary()["out_of_range"] == 3
+    assert h.summary()["out_of_range"] == 2
+
+
+def test_zero_and_sub_microsecond_values_are_measurements_not_out_of_range() -> None:
+    h = LatencyHistogram()
+    h.record_ms(0.0)  # two deltas read off the socket together
+    h.record_ms(0.0004)  # 0.4 µs: rounds to 0
+    h.record_ms(0.0007)  # 0.7 µs: rounds to 1 µs
+    assert h.count == 3 and h.out_of_range_count == 0
+    assert h.min_ms == 0.0 and h.max_ms == pytest.approx(0.001)
 
 
 @pytest.mark.parametrize("bad", [float("nan"), "3", None, True])
@@ -82,7 +90,7 @@ def test_decode_refuses_garbage_and_other_layouts() -> None:
 
 
 def test_merging_encoded_worker_histograms_equals_one_histogram_of_all_values() -> None:
-    values = [*_values(7, 10_000), 0.0, 10**9]  # including two clamped values
+    values = [*_values(7, 10_000), 0.0, -1.0, 10**9]  # a zero and two clamped values
     single = LatencyHistogram()
     workers = [LatencyHistogram() for _ in range(3)]
     for i, v in enumerate(values):

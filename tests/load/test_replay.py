@@ -14,7 +14,9 @@ from harness.load.replay import (
     Mode,
     ReplayOptions,
     RolloutResult,
+    RolloutState,
     answer_calls,
+    history_item,
     replay_rollout,
 )
 from harness.load.traces import OutputSpec, Turn, input_message
@@ -170,3 +172,25 @@ def test_results_keep_turns_and_rollouts_apart() -> None:
     result.recorded_tool_ms = 1000.0
     assert result.e2e_ms == 1090.0 and result.model_ms == 90.0
     assert result.to_record()["tool_wait_ms"] == 1000.0
+
+
+def test_http_resends_reasoning_as_the_api_takes_it_back_from_a_stateless_client() -> None:
+    summary = [{"type": "summary_text", "text": "Look at the test first."}]
+    emitted = {"type": "reasoning", "id": "rs_1", "summary": summary, "encrypted_content": "gAAA"}
+    assert history_item(emitted, include_reasoning=True) == emitted
+    bare = {"type": "reasoning", "id": "rs_2", "summary": summary}  # the server sent no content
+    assert history_item(bare, include_reasoning=True) == bare
+    assert history_item({"type": "reasoning", "summary": summary}, include_reasoning=True) is None
+    assert history_item(emitted, include_reasoning=False) is None
+
+
+@pytest.mark.parametrize("include_reasoning", [True, False])
+def test_stateless_requests_ask_for_encrypted_reasoning_only_when_resending_it(
+    include_reasoning: bool,
+) -> None:
+    rollout = smoke_rollouts()[0]
+    for mode in MODES:
+        options = ReplayOptions(mode=mode, include_reasoning=include_reasoning)
+        body, _ = RolloutState(rollout, options).request(rollout.turns[0])
+        asks = body.get("include") == ["reasoning.encrypted_content"]
+        assert asks == (mode == "http" and include_reasoning), mode
