@@ -13,7 +13,8 @@ the model-side time (API + inference, tool time left out), because with long too
 is diluted by time neither mode can change.
 
 **TTFT improvement.** 1 - p50(TTFT of mode) / p50(TTFT of baseline), over all ok turns, in %,
-with a bootstrap interval (the two samples resampled independently).
+with a cluster-bootstrap interval: rollouts (run in both modes) are drawn with replacement, each
+with all its turns in both modes, so the interval respects that a rollout's turns are related.
 
 **Speedup split.** Mean paired differences of model-side time telescope along the ablation
 ladder ``http -> http-chained -> ws-nocache -> ws``:
@@ -99,6 +100,16 @@ def _ok_values(samples: Iterable[Mapping[str, Any]], mode: str, key: str) -> lis
     ]
 
 
+def _ok_values_by_rollout(
+    samples: Iterable[Mapping[str, Any]], mode: str, key: str
+) -> dict[str, list[float]]:
+    by_rollout: dict[str, list[float]] = defaultdict(list)
+    for s in samples:
+        if s.get("mode") == mode and s.get("ok") and isinstance(s.get(key), int | float):
+            by_rollout[str(s.get("rollout_id"))].append(float(s[key]))
+    return by_rollout
+
+
 @dataclass(frozen=True, slots=True)
 class Comparison:
     baseline_mode: str
@@ -152,9 +163,16 @@ def compare(
     cur_p50 = stats.median(cur_ttft) if cur_ttft else None
     improvement: float | None = None
     improvement_ci: list[float] | None = None
-    if base_ttft and cur_ttft and base_p50:
-        change, low, high = stats.bootstrap_relative_change(
-            base_ttft, cur_ttft, 50.0, resamples=resamples, seed=seed
+    base_by_rollout = _ok_values_by_rollout(samples, baseline, "ttft_ms")
+    cur_by_rollout = _ok_values_by_rollout(samples, mode, "ttft_ms")
+    both = sorted(base_by_rollout.keys() & cur_by_rollout.keys())
+    if both and base_p50:
+        change, low, high = stats.cluster_bootstrap_relative_change(
+            [base_by_rollout[r] for r in both],
+            [cur_by_rollout[r] for r in both],
+            50.0,
+            resamples=resamples,
+            seed=seed,
         )
         improvement = -100.0 * change
         improvement_ci = [-100.0 * high, -100.0 * low]

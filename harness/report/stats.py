@@ -106,6 +106,50 @@ def bootstrap_relative_change(
     return point, lo, hi
 
 
+def cluster_bootstrap_relative_change(
+    baseline: Sequence[Sequence[float]],
+    current: Sequence[Sequence[float]],
+    p: float,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """(point, low, high) of percentile_p(current) / percentile_p(baseline) - 1, paired clusters.
+
+    `baseline[i]` and `current[i]` hold the values of one cluster in each condition (a rollout's
+    turns in two modes). A resample draws clusters with replacement and takes both sides of each:
+    it keeps the pairing and the correlation among a cluster's values, which resampling values
+    one by one would ignore (and so draw too narrow an interval).
+    Raises ValueError when a baseline percentile is not positive.
+    """
+    if len(baseline) != len(current) or not baseline:
+        raise ValueError("need the same, non-zero number of clusters on both sides")
+    flat_base = [v for cluster in baseline for v in cluster]
+    flat_cur = [v for cluster in current for v in cluster]
+    if not flat_base or not flat_cur:
+        raise ValueError("empty sample")
+    base_point = percentile(flat_base, p)
+    if base_point <= 0:
+        raise ValueError("baseline percentile is not positive")
+    point = percentile(flat_cur, p) / base_point - 1.0
+    rng = random.Random(seed)
+    n = len(baseline)
+    ratios = []
+    for _ in range(resamples):
+        drawn = [rng.randrange(n) for _ in range(n)]
+        b = [v for i in drawn for v in baseline[i]]
+        c = [v for i in drawn for v in current[i]]
+        if not b or not c:
+            continue
+        b_p = percentile(b, p)
+        if b_p <= 0:
+            raise ValueError("baseline sample has non-positive values at this percentile")
+        ratios.append(percentile(c, p) / b_p - 1.0)
+    lo, hi = _quantile_interval(ratios, confidence)
+    return point, lo, hi
+
+
 def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     """(U of `a`, two-sided p-value) by the normal approximation with tie correction."""
     n1, n2 = len(a), len(b)
