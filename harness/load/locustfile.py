@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import gevent
 from locust import User, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
@@ -33,6 +34,7 @@ from harness.load.replay import (
     Mode,
     ReplayOptions,
     RolloutResult,
+    TurnResult,
     replay_rollout,
 )
 from harness.load.traces import Rollout, load_traces
@@ -203,34 +205,46 @@ class _RolloutUser(User):
     def rollout(self) -> None:
         rollout = _next_rollout(self.mode)
         bridge: AsyncioBridge = _state["bridge"]
+        hub_loop = gevent.get_hub().loop
+
+        def on_turn(turn: TurnResult) -> None:
+            # called on the asyncio thread: locust's events belong to this greenlet's hub
+            hub_loop.run_callback_threadsafe(self._fire_turn, turn)
+
         result = bridge.call(
-            replay_rollout(rollout, self.endpoint, self.options, http_pool=_state["pool"])
+            replay_rollout(
+                rollout, self.endpoint, self.options, http_pool=_state["pool"], on_turn=on_turn
+            )
         )
-        self._fire(result)
+        self._fire_rollout(result)
         _state["collector"].add(result)
 
-    def _fire(self, result: RolloutResult) -> None:
+    def _fire_turn(self, turn: TurnResult) -> None:
+        """locust's live table gets each turn as it ends, not when its rollout does."""
         fire = self.environment.events.request.fire
         kind = self.mode.upper()
-        for turn in result.turns:
-            error = None if turn.ok else RuntimeError(turn.error or "failed")
+        error = None if turn.ok else RuntimeError(turn.error or "failed")
+        fire(
+            request_type=kind,
+            name="turn",
+            response_time=turn.turn_e2e_ms or 0.0,
+            response_length=turn.bytes_received,
+            exception=error,
+            context={"rollout": turn.rollout_id, "turn": turn.turn_index},
+        )
+        if turn.ok and turn.ttft_ms is not None:
             fire(
                 request_type=kind,
-                name="turn",
-                response_time=turn.turn_e2e_ms or 0.0,
-                response_length=turn.bytes_received,
-                exception=error,
-                context={"rollout": result.rollout_id, "turn": turn.turn_index},
+                name="ttft",
+                response_time=turn.ttft_ms,
+                response_length=0,
+                exception=None,
+                context={},
             )
-            if turn.ok and turn.ttft_ms is not None:
-                fire(
-                    request_type=kind,
-                    name="ttft",
-                    response_time=turn.ttft_ms,
-                    response_length=0,
-                    exception=None,
-                    context={},
-                )
+
+    def _fire_rollout(self, result: RolloutResult) -> None:
+        fire = self.environment.events.request.fire
+        kind = self.mode.upper()
         if result.ok:
             fire(
                 request_type=kind,

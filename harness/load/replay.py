@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
@@ -642,13 +642,15 @@ async def replay_rollout(
     name: str | None = None,
     intended_start_ns: int | None = None,
     http_pool: HttpClientPool | None = None,
+    on_turn: Callable[[TurnResult], None] | None = None,
 ) -> RolloutResult:
     """Replay one rollout; never raises for target misbehaviour (it becomes a failed turn).
 
     `intended_start_ns` (perf_counter_ns) is when an open-loop schedule meant to start it: the
     rollout's wall time and turn 0's TTFT and e2e are measured from there, so a late start counts
     as latency (no coordinated omission). `http_pool` supplies pre-built HTTP clients (see
-    `HttpClientPool`); without it each HTTP rollout builds (and closes) its own.
+    `HttpClientPool`); without it each HTTP rollout builds (and closes) its own. `on_turn` sees
+    each turn's result as soon as the turn ends (live progress; a rollout can take minutes).
     """
     mode_name = name or options.mode
     started_ns = time.perf_counter_ns()
@@ -670,6 +672,8 @@ async def replay_rollout(
             result.ok = False
             result.error = f"connect: {exc}"
             result.turns.append(TurnResult(rollout.id, mode_name, 0, False, result.error))
+            if on_turn is not None:
+                on_turn(result.turns[-1])
             return result
         for turn in turns:
             turn_result = await _run_turn(
@@ -677,6 +681,8 @@ async def replay_rollout(
             )
             result.turns.append(turn_result)
             last_ns = time.perf_counter_ns()
+            if on_turn is not None:
+                on_turn(turn_result)
             if not turn_result.ok:
                 result.ok = False
                 result.error = f"turn {turn.index}: {turn_result.error}"

@@ -15,6 +15,7 @@ from harness.load.replay import (
     ReplayOptions,
     RolloutResult,
     RolloutState,
+    TurnResult,
     answer_calls,
     history_item,
     replay_rollout,
@@ -194,3 +195,12 @@ def test_stateless_requests_ask_for_encrypted_reasoning_only_when_resending_it(
         body, _ = RolloutState(rollout, options).request(rollout.turns[0])
         asks = body.get("include") == ["reasoning.encrypted_content"]
         assert asks == (mode == "http" and include_reasoning), mode
+
+
+def test_on_turn_sees_each_turn_as_it_ends(server) -> None:  # type: ignore[no-untyped-def]
+    rollout = smoke_rollouts()[0]
+    seen: list[TurnResult] = []
+    result = run(
+        replay_rollout(rollout, endpoint(server), ReplayOptions(mode="ws"), on_turn=seen.append)
+    )
+    assert seen == result.turns and len(seen) == len(rollout.turns)
