@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from harness.load.traces import TraceFormatError
 
+#: The file `traces generate --count` writes when --out names a directory.
+GENERATED_FILE_NAME = "generated.jsonl"
+_TRACE_SUFFIXES = (".jsonl", ".jsonl.gz")
+
 
 def register(subparsers: Any) -> None:
-    from harness.load import bench
+    from harness.load import bench, tracegen
 
     parser = subparsers.add_parser(
         "bench",
@@ -31,7 +37,8 @@ def register(subparsers: Any) -> None:
         description=(
             "Listen on 127.0.0.1:PORT, forward WebSocket and HTTP /v1/responses traffic to the "
             "upstream server and write what passed as a wsmode-trace file (one rollout per "
-            "WebSocket connection or previous_response_id chain). Stop with Ctrl-C."
+            "WebSocket connection or previous_response_id chain); with nothing recorded no "
+            "file is written. Stop with Ctrl-C."
         ),
     )
     record.add_argument("--upstream", required=True, help="e.g. http://127.0.0.1:8000")
@@ -42,15 +49,41 @@ def register(subparsers: Any) -> None:
 
     traces = subparsers.add_parser("traces", help="generate, validate or convert traces")
     sub = traces.add_subparsers(dest="traces_command", metavar="ACTION")
-    gen = sub.add_parser("generate", help="generate rollouts with the seeded generator")
-    gen.add_argument("--out", required=True, help="directory (corpus) or .jsonl file")
-    gen.add_argument("--count", type=int, help="rollouts to generate into --out (a file)")
-    gen.add_argument("--seed", type=int, help="generator seed (default: the corpus seed)")
-    gen.add_argument("--kind", action="append", help="agent kind(s) to cycle through")
-    gen.add_argument(
-        "--turns", type=int, help="turns per rollout (default: per kind, context-bounded)"
+    gen = sub.add_parser(
+        "generate",
+        help="generate rollouts with the seeded generator",
+        description=(
+            "Without --count: write the corpus layout (corpus/*.jsonl and smoke.jsonl, as "
+            "committed under traces/) into the directory --out. With --count: generate COUNT "
+            "rollouts, cycling through --kind, into one trace file."
+        ),
     )
-    gen.add_argument("--size-scale", type=float, default=1.0)
+    gen.add_argument(
+        "--out",
+        required=True,
+        help=(
+            "without --count: a directory; with --count: a .jsonl or .jsonl.gz file, or else "
+            f"a directory (created if needed) that gets {GENERATED_FILE_NAME}"
+        ),
+    )
+    gen.add_argument("--count", type=int, help="rollouts to generate (>= 1)")
+    gen.add_argument("--seed", type=int, help="generator seed (default: the corpus seed)")
+    gen.add_argument(
+        "--kind",
+        action="append",
+        choices=tracegen.KINDS,
+        help="with --count: agent kind to cycle through, repeatable (default: all)",
+    )
+    gen.add_argument(
+        "--turns",
+        type=int,
+        help="with --count: turns per rollout (default: per kind, context-bounded)",
+    )
+    gen.add_argument(
+        "--size-scale",
+        type=float,
+        help="with --count: scale of the prompt, file and tool-output sizes (> 0; default 1.0)",
+    )
     gen.set_defaults(handler=_generate)
     val = sub.add_parser("validate", help="load trace files strictly; print a summary")
     val.add_argument("paths", nargs="+")
@@ -74,23 +107,59 @@ def _generate(args: argparse.Namespace) -> int:
     from harness.load import tracegen
     from harness.load.traces import dump_rollouts
 
+    def fail(message: str) -> int:
+        print(f"wsmode traces generate: {message}", file=sys.stderr)
+        return 2
+
+    seed = tracegen.CORPUS_SEED if args.seed is None else args.seed
+    out = Path(args.out)
+    # a trailing slash is lost by Path(), yet it clearly names a directory
+    names_dir = args.out.endswith(("/", os.sep)) or out.is_dir()
+    names_file = not names_dir and out.name.endswith(_TRACE_SUFFIXES)
     if args.count is None:
-        seed = tracegen.CORPUS_SEED if args.seed is None else args.seed
-        for name, size in tracegen.write_corpus(args.out, seed).items():
-            print(f"{Path(args.out) / name}: {size / 1e6:.2f} MB")
+        given = [
+            flag
+            for flag, value in (
+                ("--kind", args.kind),
+                ("--turns", args.turns),
+                ("--size-scale", args.size_scale),
+            )
+            if value is not None
+        ]
+        if given:
+            return fail(
+                f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --count "
+                "(without it, --out gets the fixed corpus layout)"
+            )
+        if names_file:
+            return fail(f"without --count, --out is a directory, got the file name {args.out}")
+        try:
+            sizes = tracegen.write_corpus(out, seed)
+        except OSError as exc:
+            return fail(f"cannot write under {out}: {exc.strerror or exc}")
+        for name, size in sizes.items():
+            print(f"{out / name}: {size / 1e6:.2f} MB")
         return 0
-    kwargs: dict[str, Any] = {"size_scale": args.size_scale}
-    if args.turns:  # a fixed length: no context bounds (they would rescale the texts)
+    if args.count < 1:
+        return fail(f"--count must be >= 1, got {args.count}")
+    if args.turns is not None and args.turns < 1:
+        return fail(f"--turns must be >= 1, got {args.turns}")
+    size_scale = 1.0 if args.size_scale is None else args.size_scale
+    if not (math.isfinite(size_scale) and size_scale > 0):
+        return fail(f"--size-scale must be a number > 0, got {args.size_scale}")
+    kwargs: dict[str, Any] = {"size_scale": size_scale}
+    if args.turns is not None:  # a fixed length: no context bounds (they would rescale the texts)
         kwargs["n_turns"] = args.turns
         kwargs["context_bounds"] = None
+    target = out if names_file else out / GENERATED_FILE_NAME
     rollouts = tracegen.generate_corpus(
-        args.count,
-        0 if args.seed is None else args.seed,
-        kinds=tuple(args.kind or tracegen.KINDS),
-        **kwargs,
+        args.count, seed, kinds=tuple(args.kind or tracegen.KINDS), **kwargs
     )
-    size = dump_rollouts(rollouts, args.out)
-    print(f"{args.out}: {len(rollouts)} rollouts, {size / 1e6:.2f} MB")
+    try:
+        size = dump_rollouts(rollouts, target)
+    except OSError as exc:
+        return fail(f"cannot write {target}: {exc.strerror or exc}")
+    print(f"{target}: {len(rollouts)} rollouts, {size / 1e6:.2f} MB")
     return 0
 
 

@@ -41,7 +41,14 @@ from harness.load.traces import (
     Turn,
 )
 
-__all__ = ["ABORTED_OUTPUT", "convert_chat", "convert_codex", "iter_codex_sessions"]
+__all__ = [
+    "ABORTED_OUTPUT",
+    "convert_chat",
+    "convert_codex",
+    "custom_call_arguments",
+    "infer_tools",
+    "iter_codex_sessions",
+]
 
 #: The output text given to function calls that were never answered.
 ABORTED_OUTPUT = "aborted"
@@ -179,7 +186,16 @@ class _TurnBuilder:
         return self.turns
 
 
-def _infer_tools(turns: Sequence[Turn], declared: Sequence[JSONObject]) -> tuple[JSONObject, ...]:
+def custom_call_arguments(raw_input: str) -> str:
+    """A freeform ``custom_tool_call``'s raw ``input`` as function-call ``arguments``.
+
+    The trace format has function calls only; custom tools (e.g. apply_patch) become one, its
+    raw text wrapped as ``{"input": ...}`` (shared by the converter and ``wsmode record``).
+    """
+    return json.dumps({"input": raw_input})
+
+
+def infer_tools(turns: Sequence[Turn], declared: Sequence[JSONObject]) -> tuple[JSONObject, ...]:
     """Declared tools plus a bare definition for every other called name, in first-use order."""
     tools = list(declared)
     names = {t["name"] for t in tools}
@@ -289,7 +305,7 @@ def _codex_item(
             arguments = _req_str(item, "arguments", where, empty_ok=True)
         elif kind == "custom_tool_call":  # freeform tools (apply_patch): wrap the raw input
             name = _req_str(item, "name", where)
-            arguments = json.dumps({"input": _req_str(item, "input", where, empty_ok=True)})
+            arguments = custom_call_arguments(_req_str(item, "input", where, empty_ok=True))
         else:
             name, arguments = "local_shell", json.dumps(item.get("action"))
         builder.add_output(OutputSpec.function_call(name, arguments, call_id), when, where)
@@ -431,7 +447,7 @@ def convert_codex(
         agent_kind=agent_kind,
         model=models[0] if models else str(meta_in.get("model") or "unknown"),
         instructions=instructions if isinstance(instructions, str) else None,
-        tools=_infer_tools(turns, _codex_tools(meta_in, session_where)),
+        tools=infer_tools(turns, _codex_tools(meta_in, session_where)),
         seed=None,
         meta=meta,
         turns=tuple(turns),
@@ -633,7 +649,7 @@ def convert_chat(
         agent_kind=agent_kind,
         model=model or "unknown",
         instructions="\n\n".join(instructions) if instructions else None,
-        tools=_infer_tools(turns, tools),
+        tools=infer_tools(turns, tools),
         seed=None,
         meta=meta,
         turns=tuple(turns),

@@ -15,12 +15,19 @@ event is relayed back as it arrives, and what passed is recorded:
   ``tool_wait_ms`` = time from the previous response's terminal event to this create. A
   `generate: false` warm-up has no output: its input is carried into the next turn. Failed or
   refused requests are left out (the agent resends what it needs).
+- **Custom (freeform) tools** such as apply_patch: the trace has function calls only, so a
+  ``custom_tool_call`` becomes a function call with ``arguments = {"input": <raw input>}`` (the
+  Codex converter's mapping), its ``custom_tool_call_output`` a ``function_call_output``, and
+  the tool an inferred function tool.
 - **Observed timings** (at the proxy): ``ttft_ms`` (create received → first output event from
   upstream), ``e2e_ms`` (→ terminal), and the usage token counts.
+- ``meta.stateless_http``: an HTTP rollout none of whose requests carried
+  ``previous_response_id`` (the client resent the history each time).
 
 Rollouts are written (atomically, validated) each time one ends and when the recorder stops;
 a rollout that breaks the trace format's rules (e.g. an unanswered call) is skipped with a
-warning on stderr. Listening is on 127.0.0.1 only.
+warning on stderr. With nothing recorded no file is written (an empty trace would not load).
+Listening is on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
@@ -44,6 +52,7 @@ from websockets.asyncio.server import Server, ServerConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 from websockets.server import ServerProtocol
 
+from harness.load.convert import custom_call_arguments, infer_tools
 from harness.load.traces import (
     OutputSpec,
     Rollout,
@@ -68,7 +77,7 @@ _HOP_BY_HOP = frozenset(
         "proxy-connection",
     }
 )
-_OUTPUT_TYPES = ("function_call", "reasoning")
+_OUTPUT_TYPES = ("function_call", "custom_tool_call", "reasoning")
 _TERMINALS = frozenset({"response.completed", "response.failed", "response.incomplete"})
 _NOT_OUTPUT = frozenset(
     {"response.created", "response.queued", "response.in_progress", "error", *_TERMINALS}
@@ -121,8 +130,28 @@ def _input_items(request: Mapping[str, Any]) -> list[dict[str, Any]]:
     if isinstance(raw, str):
         return [input_message(raw)]
     if isinstance(raw, list):
-        return [dict(i) for i in raw if isinstance(i, dict)]
+        return [_as_trace_item(i) for i in raw if isinstance(i, dict)]
     return []
+
+
+def _as_trace_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An input item in the trace's terms: custom tool calls and their outputs become function
+    calls and function_call_outputs, as the recorded outputs do (see :func:`_output_spec`)."""
+    kind = item.get("type")
+    if kind == "custom_tool_call":
+        return {
+            "type": "function_call",
+            "call_id": item.get("call_id"),
+            "name": item.get("name"),
+            "arguments": custom_call_arguments(str(item.get("input", ""))),
+        }
+    if kind == "custom_tool_call_output":
+        return {
+            "type": "function_call_output",
+            "call_id": item.get("call_id"),
+            "output": item.get("output"),
+        }
+    return dict(item)
 
 
 def _is_model_output(item: Mapping[str, Any]) -> bool:
@@ -151,6 +180,11 @@ def _output_spec(item: Mapping[str, Any], reasoning_tokens: int) -> OutputSpec |
         return OutputSpec.function_call(
             str(item.get("name", "")), str(item.get("arguments", "")), str(item.get("call_id", ""))
         )
+    if kind == "custom_tool_call":  # freeform tools (apply_patch): the converter's mapping
+        arguments = custom_call_arguments(str(item.get("input", "")))
+        return OutputSpec.function_call(
+            str(item.get("name", "")), arguments, str(item.get("call_id", ""))
+        )
     if kind == "reasoning":
         summary = "".join(
             str(p.get("text", "")) for p in item.get("summary") or [] if isinstance(p, Mapping)
@@ -165,7 +199,7 @@ class RolloutBuilder:
     """The turns of one chain as they complete."""
 
     rollout_id: str
-    stateless: bool
+    http: bool  # recorded from HTTP requests (else one WebSocket connection)
     header: dict[str, Any] = field(default_factory=dict)
     turns: list[Turn] = field(default_factory=list)
     response_ids: list[str] = field(default_factory=list)
@@ -178,13 +212,13 @@ class RolloutBuilder:
     closed: bool = False
 
     def add(self, obs: Observed) -> None:
+        request = obs.request
+        if request.get("previous_response_id") is not None:
+            self.chained = True
         response = obs.response
         if response is None or not obs.completed:
             return  # failed / refused: the agent resends what it needs
-        request = obs.request
         self.connection = obs.connection
-        if request.get("previous_response_id") is not None:
-            self.chained = True
         if not self.header:
             tools = [
                 t
@@ -247,14 +281,17 @@ class RolloutBuilder:
     def build(self) -> Rollout | None:
         if not self.turns:
             return None
+        # Known only once every request is in: one previous_response_id makes it chained.
+        stateless_http = self.http and not self.chained
         return Rollout(
             id=self.rollout_id,
             source="recorded",
             agent_kind="unknown",
             model=str(self.header.get("model", "unknown")),
             instructions=self.header.get("instructions"),
-            tools=tuple(self.header.get("tools", ())),
-            meta={"recorder": "harness.load.recorder", "stateless_http": self.stateless},
+            # custom (freeform) tools are not function tools: their calls get inferred ones
+            tools=infer_tools(self.turns, self.header.get("tools", ())),
+            meta={"recorder": "harness.load.recorder", "stateless_http": stateless_http},
             turns=tuple(self.turns),
         )
 
@@ -270,9 +307,9 @@ class TraceLog:
         self._seq = 0
         self._prefix = time.strftime("rec-%Y%m%dT%H%M%S")
 
-    def new(self, *, stateless: bool) -> RolloutBuilder:
+    def new(self, *, http: bool) -> RolloutBuilder:
         self._seq += 1
-        builder = RolloutBuilder(f"{self._prefix}-{self._seq:04d}", stateless)
+        builder = RolloutBuilder(f"{self._prefix}-{self._seq:04d}", http)
         self.builders.append(builder)
         return builder
 
@@ -286,7 +323,7 @@ class TraceLog:
             for builder in reversed(self.builders):
                 if previous in builder.response_ids and not builder.closed:
                     return builder
-            return self.new(stateless=False)
+            return self.new(http=True)
         items = _input_items(request)
         answered = {str(i.get("call_id")) for i in items if i.get("type") == "function_call_output"}
         candidates = [
@@ -302,7 +339,7 @@ class TraceLog:
             same = [b for b in candidates if connection is not None and b.connection == connection]
             answering = [b for b in candidates if b.pending_calls and b.pending_calls <= answered]
             return (same or answering or candidates)[-1]
-        return self.new(stateless=True)
+        return self.new(http=True)
 
     def rollouts(self) -> list[Rollout]:
         out = []
@@ -366,9 +403,13 @@ class Recorder:
     async def start(self) -> None:
         self._ws_server = Server(self._relay_ws, server_header="wsmode-recorder")
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: _FrontDoor(self), "127.0.0.1", self.port, reuse_address=True
-        )
+        try:
+            self._server = await loop.create_server(
+                lambda: _FrontDoor(self), "127.0.0.1", self.port, reuse_address=True
+            )
+        except OSError:  # e.g. the port is in use: nothing else was started
+            await self.http.aclose()
+            raise
         self._ws_server.wrap(self._server)
         self.port = self._server.sockets[0].getsockname()[1]
 
@@ -459,7 +500,7 @@ class Recorder:
                     ):
                         if current:
                             current[-1].closed = True
-                        current.append(self.log.new(stateless=False))
+                        current.append(self.log.new(http=False))
                     current[-1].add(obs)
 
         tasks = [
@@ -652,7 +693,13 @@ async def record(
     err: TextIO = sys.stderr,
 ) -> int:
     recorder = Recorder(upstream, out, port=port, err=err)
-    await recorder.start()
+    try:
+        await recorder.start()
+    except OSError as exc:
+        # asyncio wraps the bind error's text; the errno's own text is the clear part
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        err.write(f"wsmode record: cannot listen on 127.0.0.1:{port}: {reason}\n")
+        return 2
     err.write(
         f"wsmode record: listening on {recorder.http_url} and {recorder.ws_url}, forwarding to "
         f"{recorder.http_origin}; writing {out}; Ctrl-C to stop\n"
@@ -666,12 +713,22 @@ async def record(
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(duration_s):
             await stop.wait()
-    written = await recorder.stop()
-    err.write(f"wsmode record: {written} rollout(s) written to {out}\n")
+    try:
+        written = await recorder.stop()
+    except OSError as exc:
+        err.write(f"wsmode record: cannot write {out}: {exc.strerror or exc}\n")
+        return 2
+    if written:
+        err.write(f"wsmode record: {written} rollout(s) written to {out}\n")
+    else:  # an empty trace would not load, so there is no file to write
+        err.write("wsmode record: nothing recorded; no file written\n")
     return 0
 
 
 def main(args: Any) -> int:
+    if not 0 <= args.listen <= 65535:
+        sys.stderr.write(f"wsmode record: --listen must be a port in 0-65535, got {args.listen}\n")
+        return 2
     try:
         return asyncio.run(record(args.upstream, args.listen, args.out, duration_s=args.duration_s))
     except ValueError as exc:

@@ -29,6 +29,7 @@ import gzip
 import json
 import math
 import os
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -814,7 +815,8 @@ def _read_objects(lines: Iterable[tuple[int, Any]], label: str) -> Iterator[Roll
         if current is not None:
             yield current.finish()
     except TraceFormatError as exc:
-        raise exc.located(label, lineno) from None
+        # errors of the line source (I/O, gzip, UTF-8) already name their file and line
+        raise (exc if exc.path is not None else exc.located(label, lineno)) from None
     if current is None:
         raise TraceFormatError("no rollouts in trace", path=label)
 
@@ -842,46 +844,71 @@ def loads_rollouts(text: str, path: str = "<string>") -> list[Rollout]:
 def trace_files(path: str | os.PathLike[str]) -> list[Path]:
     """The trace files ``path`` names: itself, or a directory's ``*.jsonl[.gz]`` (sorted)."""
     p = Path(path)
-    if p.is_dir():
-        files = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(_TRACE_SUFFIXES))
-        if not files:
-            raise TraceFormatError("no *.jsonl trace files in directory", path=p)
-        return files
-    if not p.exists():
-        raise TraceFormatError("no such file or directory", path=p)
+    try:  # is_dir()/exists() raise too, e.g. for a parent directory without permission
+        if p.is_dir():
+            files = sorted(
+                f for f in p.iterdir() if f.is_file() and f.name.endswith(_TRACE_SUFFIXES)
+            )
+            if not files:
+                raise TraceFormatError("no *.jsonl trace files in directory", path=p)
+            return files
+        if not p.exists():
+            raise TraceFormatError("no such file or directory", path=p)
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=p) from None
     return [p]
 
 
-def _open_text(path: Path) -> Iterator[str]:
-    if path.name.endswith(".gz"):
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            yield from fh
-    else:
-        with path.open(encoding="utf-8") as fh:
-            yield from fh
+def _read_lines(path: Path) -> Iterator[str]:
+    """The lines of a trace file as text (gunzipped if it ends in ``.gz``).
+
+    Lines are decoded one by one so a bad byte is reported with its line number; I/O, gzip and
+    UTF-8 failures all become :class:`TraceFormatError` naming the file.
+    """
+    lineno = 0
+    try:
+        with gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise TraceFormatError(
+                        f"not UTF-8 text: {exc.reason} at byte {exc.start + 1} of the line",
+                        path=path,
+                        line=lineno,
+                    ) from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:  # not gzip, truncated, corrupt
+        after = f" after line {lineno}" if lineno else ""
+        raise TraceFormatError(f"bad gzip data{after}: {exc}", path=path) from None
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=path) from None
 
 
 def iter_rollouts(path: str | os.PathLike[str]) -> Iterator[Rollout]:
-    """Stream the rollouts of a trace file or directory; ids must be unique across files."""
+    """Stream the rollouts of a trace file or directory; ids must be unique across files.
+
+    Every failure (missing path, unreadable file, bad gzip, bad UTF-8, bad content) is a
+    :class:`TraceFormatError`.
+    """
     first_seen: dict[str, Path] = {}
     for file in trace_files(path):
-        try:
-            for rollout in parse_rollouts(_open_text(file), str(file)):
-                if rollout.id in first_seen:
-                    other = first_seen[rollout.id]
-                    raise TraceFormatError(
-                        f"duplicate rollout id {_show(rollout.id)} (also in {other})",
-                        path=file,
-                        field="rollout.id",
-                    )
-                first_seen[rollout.id] = file
-                yield rollout
-        except UnicodeDecodeError as exc:
-            raise TraceFormatError(f"not UTF-8 text: {exc.reason}", path=file) from None
+        for rollout in parse_rollouts(_read_lines(file), str(file)):
+            if rollout.id in first_seen:
+                other = first_seen[rollout.id]
+                raise TraceFormatError(
+                    f"duplicate rollout id {_show(rollout.id)} (also in {other})",
+                    path=file,
+                    field="rollout.id",
+                )
+            first_seen[rollout.id] = file
+            yield rollout
 
 
 def load_traces(path: str | os.PathLike[str]) -> list[Rollout]:
-    """Load every rollout of a trace file, or of a directory of ``*.jsonl`` files."""
+    """Load every rollout of a trace file, or of a directory of ``*.jsonl`` files.
+
+    Raises :class:`TraceFormatError` (a ``ValueError``) and nothing else for a bad path or file.
+    """
     return list(iter_rollouts(path))
 
 

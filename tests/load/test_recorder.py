@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import io
+import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from harness.load.recorder import Recorder, new_items_of_stateless
+from harness.load.convert import custom_call_arguments
+from harness.load.recorder import Observed, Recorder, TraceLog, new_items_of_stateless, record
 from harness.load.replay import MODES, Endpoint, ReplayOptions, replay_rollout
-from harness.load.traces import Rollout, input_message, load_traces
+from harness.load.traces import OutputSpec, Rollout, input_message, load_traces
 
 from .replay_support import reference_server, run, smoke_rollouts
 
@@ -47,6 +50,8 @@ def test_recording_the_driver_reproduces_the_trace(tmp_path: Path) -> None:
         written = run(scenario(srv.http_url))
     assert written == 4, err.getvalue()
     recorded = load_traces(out)
+    # ws, http (stateless), http-chained (previous_response_id from turn 1 on), ws with warm-up
+    assert [r.meta["stateless_http"] for r in recorded] == [False, True, False, False]
     for got, original in zip(recorded, [*originals, originals[0]], strict=True):
         assert got.source == "recorded"
         assert got.instructions == original.instructions and got.tools == original.tools
@@ -115,3 +120,75 @@ def test_identical_conversations_in_flight_together_stay_apart(tmp_path: Path) -
     assert written == 4 and "skipping" not in err.getvalue(), err.getvalue()
     lengths = sorted(len(r.turns) for r in load_traces(out))
     assert lengths == [1, len(rollout.turns), len(rollout.turns), len(rollout.turns)]
+
+
+def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    err = io.StringIO()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = run(record("http://127.0.0.1:9", port, str(tmp_path / "x.jsonl"), err=err))
+    assert code == 2
+    assert err.getvalue() == (
+        f"wsmode record: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+    )
+
+
+def test_nothing_recorded_writes_no_file_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "x.jsonl"
+    err = io.StringIO()
+    assert run(record("http://127.0.0.1:9", 0, str(out), duration_s=0.05, err=err)) == 0
+    assert err.getvalue().endswith("wsmode record: nothing recorded; no file written\n")
+    assert not out.exists()
+
+
+_PATCH = "*** Begin Patch\n*** Update File: a.py\n-x = 1\n+x = 2\n*** End Patch"
+_CUSTOM_CALL = {
+    "type": "custom_tool_call",
+    "id": "ctc_1",
+    "status": "completed",
+    "call_id": "call_p",
+    "name": "apply_patch",
+    "input": _PATCH,
+}
+
+
+def _answered(request: dict[str, Any], at_ms: int, response_id: str, output: Any) -> Observed:
+    """A completed, non-streamed HTTP exchange as the proxy sees it."""
+    final = {"id": response_id, "status": "completed", "output": [output]}
+    return Observed(request, at_ms * 10**6, terminal_ns=(at_ms + 5) * 10**6, final=final)
+
+
+@pytest.mark.parametrize("chained", [True, False], ids=["http-chained", "http-stateless"])
+def test_custom_tool_calls_are_recorded_as_function_calls(tmp_path: Path, chained: bool) -> None:
+    tools = [{"type": "custom", "name": "apply_patch", "description": "Edit files."}]
+    done = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "ok"}],
+    }
+    answer = {"type": "custom_tool_call_output", "call_id": "call_p", "output": "Done!"}
+    first = {"model": "m", "tools": tools, "input": "fix a.py"}
+    if chained:
+        second = {"model": "m", "tools": tools, "previous_response_id": "resp_1", "input": [answer]}
+    else:  # the client resends the history, the custom call included
+        second = {
+            "model": "m",
+            "tools": tools,
+            "input": [input_message("fix a.py"), _CUSTOM_CALL, answer],
+        }
+    log = TraceLog(tmp_path / "c.jsonl", io.StringIO())
+    for obs in (_answered(first, 0, "resp_1", _CUSTOM_CALL), _answered(second, 10, "resp_2", done)):
+        log.for_http(obs.request).add(obs)
+    assert log.write() == 1, log.skipped
+    (rollout,) = load_traces(tmp_path / "c.jsonl")
+    assert rollout.turns[0].output == (
+        OutputSpec.function_call("apply_patch", custom_call_arguments(_PATCH), "call_p"),
+    )
+    assert rollout.tool_names == ("apply_patch",)
+    assert rollout.turns[1].input == (
+        {"type": "function_call_output", "call_id": "call_p", "output": "Done!"},
+    )
+    assert rollout.turns[1].tool_wait_ms == 5.0
+    assert rollout.meta["stateless_http"] is not chained

@@ -230,6 +230,28 @@ def test_empty_directory_and_missing_path_are_errors(tmp_path: Path) -> None:
         load_traces(tmp_path / "empty.jsonl")
 
 
+def test_unreadable_files_are_trace_format_errors_naming_file_and_line(tmp_path: Path) -> None:
+    good = dumps_rollouts(load_sample(tmp_path)).encode()
+    not_gzip = tmp_path / "plain.jsonl.gz"
+    not_gzip.write_bytes(good)
+    with pytest.raises(TraceFormatError, match=r"plain\.jsonl\.gz: bad gzip data: Not a") as info:
+        load_traces(not_gzip)
+    assert info.value.line is None  # no line was read: no line number to give
+    truncated = tmp_path / "cut.jsonl.gz"
+    truncated.write_bytes(gzip.compress(good)[:-12])
+    with pytest.raises(TraceFormatError, match=r"cut\.jsonl\.gz: bad gzip data after line \d+"):
+        load_traces(truncated)
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(good.replace(b"Fixed.", b"Fix\xe9d."))
+    with pytest.raises(TraceFormatError) as info:
+        load_traces(latin)
+    assert (info.value.path, info.value.line) == (str(latin), 4)
+    assert "not UTF-8 text" in info.value.reason
+    # a directory load reports its first bad file (sorted) the same way
+    with pytest.raises(TraceFormatError, match=r"cut\.jsonl\.gz: bad gzip data"):
+        load_traces(tmp_path)
+
+
 # ---------------------------------------------------------------------------------------------
 # Errors name file, line and field
 
