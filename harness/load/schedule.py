@@ -2,8 +2,10 @@
 
 A schedule runs `Job`s (one rollout in one variant) through an async `runner(job, intended_ns)`
 and returns the results in completion order. Both patterns are bounded: by the number of jobs
-(`max_jobs`), and by `duration_s`, after which no new job starts (jobs already running finish;
-each of their waits is bounded by the driver's turn timeout).
+(`max_jobs`), and by `duration_s`, a hard limit: no job starts after it, and jobs still running
+(or, open loop, still waiting for a slot) then are cancelled. `cut(job)` gives the result that
+stands for a cancelled job (a failure, so it is counted and kept out of the latencies); without
+`cut` cancelled jobs are left out of the results.
 
 - **Closed loop**: `concurrency` workers; each starts its next job when the previous ends. The
   load adapts to the target's speed, so latency is measured from the actual start.
@@ -22,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -75,6 +77,7 @@ async def closed_loop(
     duration_s: float | None = None,
     max_jobs: int | None = None,
     on_done: Callable[[R], None] | None = None,
+    cut: Callable[[T], R] | None = None,
 ) -> list[R]:
     """Run `jobs` with `concurrency` workers; each job starts when a worker frees up."""
     if concurrency < 1:
@@ -83,18 +86,26 @@ async def closed_loop(
     queue.reverse()
     deadline = time.monotonic() + duration_s if duration_s is not None else None
     results: list[R] = []
+    running: dict[int, T] = {}  # worker -> its job in flight (left behind when cancelled)
 
-    async def worker() -> None:
+    def record(result: R) -> None:
+        results.append(result)
+        if on_done is not None:
+            on_done(result)
+
+    async def worker(i: int) -> None:
         while queue:
             if deadline is not None and time.monotonic() >= deadline:
                 return
             job = queue.pop()
+            running[i] = job
             result = await runner(job, None)
-            results.append(result)
-            if on_done is not None:
-                on_done(result)
+            del running[i]
+            record(result)
 
-    await asyncio.gather(*(worker() for _ in range(min(concurrency, max(1, len(queue))))))
+    workers = [asyncio.create_task(worker(i)) for i in range(min(concurrency, max(1, len(queue))))]
+    await _wait_until(workers, deadline)
+    _record_cuts(running.values(), cut, record)
     return results
 
 
@@ -108,35 +119,68 @@ async def open_loop(
     duration_s: float | None = None,
     max_jobs: int | None = None,
     on_done: Callable[[R], None] | None = None,
+    cut: Callable[[T], R] | None = None,
 ) -> list[R]:
     """Start job i at t0 + offset_i (Poisson); latency runs from that intended start."""
     selected = list(jobs[:max_jobs] if max_jobs is not None else jobs)
     offsets = poisson_offsets(len(selected), rate_per_s, seed)
     slots = asyncio.Semaphore(max_in_flight) if max_in_flight else None
     results: list[R] = []
+    running: dict[int, T] = {}  # arrived and not finished: waiting for a slot or running
     tasks: list[asyncio.Task[None]] = []
     t0 = time.perf_counter_ns()
+    deadline = time.monotonic() + duration_s if duration_s is not None else None
 
-    async def start(job: T, intended_ns: int) -> None:
+    def record(result: R) -> None:
+        results.append(result)
+        if on_done is not None:
+            on_done(result)
+
+    async def start(seq: int, job: T, intended_ns: int) -> None:
         if slots is not None:
             async with slots:
                 result = await runner(job, intended_ns)
         else:
             result = await runner(job, intended_ns)
-        results.append(result)
-        if on_done is not None:
-            on_done(result)
+        del running[seq]
+        record(result)
 
-    for job, offset in zip(selected, offsets, strict=True):
+    for seq, (job, offset) in enumerate(zip(selected, offsets, strict=True)):
         if duration_s is not None and offset > duration_s:
             break
         intended_ns = t0 + int(offset * 1e9)
         delay = (intended_ns - time.perf_counter_ns()) / 1e9
         if delay > 0:
             await asyncio.sleep(delay)
-        tasks.append(asyncio.create_task(start(job, intended_ns)))
-    await asyncio.gather(*tasks)
+        running[seq] = job
+        tasks.append(asyncio.create_task(start(seq, job, intended_ns)))
+    await _wait_until(tasks, deadline)
+    _record_cuts(running.values(), cut, record)
     return results
+
+
+async def _wait_until(tasks: Collection[asyncio.Task[None]], deadline: float | None) -> None:
+    """Wait for `tasks`; at `deadline` (time.monotonic) cancel those still running and wait
+    for them to unwind. A task's exception cancels the rest and is raised."""
+    if not tasks:
+        return
+    timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+    done, pending = await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_EXCEPTION)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    for task in done:
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            raise error
+
+
+def _record_cuts(
+    jobs: Collection[T], cut: Callable[[T], R] | None, record: Callable[[R], None]
+) -> None:
+    if cut is not None:
+        for job in list(jobs):
+            record(cut(job))
 
 
 async def sweep(
@@ -146,11 +190,18 @@ async def sweep(
     *,
     duration_s: float | None = None,
     on_done: Callable[[R], None] | None = None,
+    cut: Callable[[T], R] | None = None,
 ) -> dict[int, list[R]]:
-    """A closed loop at each concurrency level; `make_jobs(level)` gives that level's jobs."""
+    """A closed loop at each concurrency level (each bounded by `duration_s`); `make_jobs(level)`
+    gives that level's jobs."""
     out: dict[int, list[R]] = {}
     for level in levels:
         out[level] = await closed_loop(
-            make_jobs(level), runner, concurrency=level, duration_s=duration_s, on_done=on_done
+            make_jobs(level),
+            runner,
+            concurrency=level,
+            duration_s=duration_s,
+            on_done=on_done,
+            cut=cut,
         )
     return out

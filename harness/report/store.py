@@ -6,7 +6,7 @@ import dataclasses
 import datetime as dt
 import os
 import re
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ def write_result(root: str | Path, result: dict[str, Any]) -> Path:
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     text = dumps_result(result)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+    fd, tmp = _new_temp_file(path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -78,6 +78,20 @@ def write_result(root: str | Path, result: dict[str, Any]) -> Path:
     finally:
         os.unlink(tmp)
     return candidate
+
+
+def _new_temp_file(directory: Path) -> tuple[int, str]:
+    """A new, exclusively created temp file in `directory`, opened for writing.
+
+    Created with 0o666 so the kernel applies the umask, as for any file the user writes (and the
+    HTML report beside it); `tempfile.mkstemp` would make it 0o600, and the link keeps the mode.
+    """
+    while True:
+        tmp = str(directory / f".tmp-{secrets.token_hex(8)}.json")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import socket
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main as cli_main
+from harness.load import bench as bench_module
 from harness.load.bench import (
+    CUT_ERROR,
+    NOCACHE_VARIANT,
     BenchConfig,
     BenchRun,
     Variant,
     build_result,
     derive_urls,
     format_analysis,
+    format_failures,
     format_table,
+    run_bench,
     run_variants,
     select_rollouts,
 )
@@ -77,6 +84,8 @@ def test_wsmode_bench_command_writes_results_and_report(tmp_path: Path, capsys) 
             "3",
             "--modes",
             "ws,http",
+            "--max-rollouts",
+            "2",
             "--out",
             str(tmp_path / "results"),
             "--label",
@@ -86,6 +95,7 @@ def test_wsmode_bench_command_writes_results_and_report(tmp_path: Path, capsys) 
     assert status == 0
     out = capsys.readouterr()
     assert "speedup" in out.out and "time_scale 0" in out.out
+    assert "at most 2 rollouts per variant" in out.out and "at most 2 rollouts" in out.err
     assert "replays" in out.err  # progress
     (info,) = list_results(tmp_path / "results")
     assert info.error is None and info.target == "reference"
@@ -93,6 +103,25 @@ def test_wsmode_bench_command_writes_results_and_report(tmp_path: Path, capsys) 
     assert result["bench"]["time_scale"] == 0.0
     assert result["config"]["send_script"] is True
     assert info.path.with_suffix(".html").exists()
+    # the embedded server's default run adds ws-nocache: the split has its server-side term
+    bench = result["bench"]
+    assert set(bench["modes"]) == {"ws", "http", NOCACHE_VARIANT}
+    assert [t["term"] for t in bench["analysis"]["split"]] == [
+        "input size + transport",
+        "server-side cache",
+    ]
+    assert result["config"]["variants"][NOCACHE_VARIANT]["disabled_optimizations"] == [
+        "connection_cache"
+    ]
+    table = format_table(result)
+    assert table.index("ablation variants") < table.index(NOCACHE_VARIANT)
+    # --max-rollouts 2: the first two selected rollouts, in every variant
+    per_variant = {
+        m: [r["rollout_id"] for r in bench["rollouts"] if r["mode"] == m] for m in bench["modes"]
+    }
+    assert all(len(ids) == 2 for ids in per_variant.values())
+    assert len({tuple(sorted(ids)) for ids in per_variant.values()}) == 1
+    assert "at most 2 rollouts per variant" in result["config"]["notes"]
 
 
 def test_default_subset_is_the_shortest_rollouts_of_each_kind() -> None:
@@ -117,3 +146,147 @@ def test_sweep_levels_compare_with_http_at_the_same_level() -> None:
     assert baseline_for("http-c4", names) is None
     assert baseline_for("ws", names) == "http"
     assert baseline_for("http", names) is None
+
+
+def _bad_trace(tmp_path: Path) -> Path:
+    """The smoke trace with turn 1 of the first rollout (line 3) waiting "abc" ms."""
+    lines = SMOKE.read_text().splitlines()
+    assert '"tool_wait_ms":917.1' in lines[2]
+    lines[2] = lines[2].replace('"tool_wait_ms":917.1', '"tool_wait_ms":"abc"')
+    path = tmp_path / "wait.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--traces", "BAD"], 'wait.jsonl:3: turn.tool_wait_ms: expected a number >= 0, got "abc"'),
+        (["--traces", "/nonexistent"], "/nonexistent"),
+        (["--rollout", "nope"], "unknown rollout id(s): nope"),
+        (["--time-scale", "-1"], "--time-scale must be >= 0"),
+        (["--concurrency", "0"], "--concurrency must be >= 1"),
+        (["--max-rollouts", "0"], "--max-rollouts must be >= 1"),
+        (["--duration-s", "0"], "--duration-s must be > 0"),
+        (["--schedule", "sweep", "--sweep", "1,x"], "--sweep: expected comma-separated integers"),
+        (["--schedule", "open", "--rate", "0"], "--rate must be > 0"),
+        (["--modes", ","], "--modes: no mode given"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2_before_any_server_starts(
+    tmp_path: Path,
+    capsys,
+    args: list[str],
+    message: str,  # type: ignore[no-untyped-def]
+) -> None:
+    args = [str(_bad_trace(tmp_path)) if a == "BAD" else a for a in args]
+    if "--traces" not in args:
+        args = ["--traces", str(SMOKE), *args]
+    status = cli_main(["bench", *args, "--profile", "zero", "--out", str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.startswith("wsmode bench: ") and err.count("\n") == 1, err
+    assert message in err
+    assert "Traceback" not in err and "starting the embedded" not in err
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_missing_bundled_corpus_says_how_to_get_it(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Installed without `-e`, the corpus beside the package is not there."""
+    missing = str(tmp_path / "site-packages" / "traces" / "corpus")
+    monkeypatch.setattr(bench_module, "DEFAULT_TRACES", missing)
+    err = io.StringIO()
+    assert run_bench(BenchConfig(traces=missing, out=str(tmp_path)), err=err) == 2
+    message = err.getvalue()
+    assert message.count("\n") == 1 and missing in message
+    assert "pip install -e ." in message and "--traces" in message
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_failed_runs_name_the_error_and_only_http_is_the_baseline(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Nothing listens on the target: every replay fails; the table says why, per variant."""
+    port = _closed_port()
+    status = cli_main(
+        [
+            "bench",
+            "--target",
+            f"ws://127.0.0.1:{port}/v1/responses",
+            "--traces",
+            str(SMOKE),
+            "--per-kind",
+            "1",
+            "--max-turns",
+            "2",
+            "--out",
+            str(tmp_path / "results"),
+            "--no-html",
+        ]
+    )
+    assert status == 1
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith(("ws", "http"))}
+    assert "(baseline)" in rows["http"]
+    assert "(baseline)" not in rows["http-chained"] and "(baseline)" not in rows["ws"]
+    assert NOCACHE_VARIANT not in out  # a foreign target cannot switch the cache off
+    failures = out[out.index("Failed rollouts") :].splitlines()[1:4]
+    assert [line.split(":")[0].strip() for line in failures] == ["ws", "http", "http-chained"]
+    assert all("3 of 3 rollouts failed" in line for line in failures)
+    assert all("Connect call failed" in line for line in failures)
+
+
+def test_duration_limit_cuts_running_rollouts_and_counts_them_as_failures(tmp_path: Path) -> None:
+    """A hard limit: the slow rollout (recorded tool waits, waited in full) is cancelled and
+    counted as failed, never as a rollout latency; the turns it finished stay as samples; the
+    fast one completes and is measured."""
+    slow = smoke_rollouts()[0]
+    fast = dataclasses.replace(slow, id="fast", turns=slow.turns[:1])  # no tool wait
+    assert sum(t.tool_wait_ms for t in slow.turns) > 10_000
+    config = BenchConfig(traces=str(SMOKE), concurrency=4, time_scale=1.0, duration_s=3.0)
+    with reference_server(tmp_path / "d") as srv:
+        variants = [
+            Variant(m, endpoint(srv), ReplayOptions(mode=m, time_scale=1.0)) for m in ("ws", "http")
+        ]
+        bench_run = BenchRun(config, variants, [fast, slow])
+        bench_run.target_url = srv.ws_url
+        bench_run.results = run(run_variants(bench_run, progress=io.StringIO()))
+    by_id = {(r.rollout_id, r.mode): r for r in bench_run.results}
+    assert len(by_id) == 4
+    finished: dict[str, int] = {}
+    for mode in ("ws", "http"):
+        assert by_id[("fast", mode)].ok
+        cut = by_id[(slow.id, mode)]
+        assert not cut.ok and cut.error == f"{CUT_ERROR} (3 s)"
+        *done, last = cut.turns
+        # turn 0 has no tool wait: done long before the limit; turn 4 waits 13 s: never reached
+        assert 1 <= len(done) < len(slow.turns) - 1
+        assert all(t.ok for t in done) and [t.turn_index for t in done] == list(range(len(done)))
+        assert not last.ok and last.turn_index == len(done) and last.error == cut.error
+        finished[mode] = len(done)
+    result = build_result(bench_run)
+    validate_result(result)
+    for name, entry in result["bench"]["modes"].items():
+        ms = MetricSet.from_dict(entry)
+        assert ms["rollout_e2e_ms"].count == 1  # the fast rollout only
+        assert ms["ttft_ms"].count == 1 + finished[name] and entry["failures"] == 1
+    failures = format_failures(result)
+    assert f"ws: 1 of 2 rollouts failed: {CUT_ERROR} (3 s)" in failures
+
+
+def test_max_rollouts_replays_the_first_n_in_every_variant(tmp_path: Path) -> None:
+    config = BenchConfig(traces=str(SMOKE), concurrency=2, max_rollouts=1)
+    rollouts = smoke_rollouts()
+    with reference_server(tmp_path / "d") as srv:
+        variants = [
+            Variant(m, endpoint(srv), ReplayOptions(mode=m, max_turns=1)) for m in ("ws", "http")
+        ]
+        bench_run = BenchRun(config, variants, rollouts)
+        results = run(run_variants(bench_run, progress=io.StringIO()))
+    assert sorted((r.mode, r.rollout_id) for r in results) == [
+        ("http", rollouts[0].id),
+        ("ws", rollouts[0].id),
+    ]

@@ -7,6 +7,8 @@ import itertools
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.load.replay import ReplayOptions, replay_rollout
 from harness.load.schedule import closed_loop, interleaved, open_loop, poisson_offsets, sweep
 
@@ -77,6 +79,65 @@ def test_closed_loop_runs_at_most_concurrency_at_once_and_honours_bounds() -> No
     t = time.monotonic()
     bounded = run(closed_loop(list(range(1000)), job, concurrency=2, duration_s=0.1))
     assert time.monotonic() - t < 0.5 and len(bounded) < 1000
+
+
+async def _fast_then_stuck(i: int, intended: int | None) -> tuple[str, int]:
+    """Job 0 ends at once; every other job would run for an hour."""
+    await asyncio.sleep(0.0 if i == 0 else 3600)
+    return "done", i
+
+
+def _cut(i: int) -> tuple[str, int]:
+    return "cut", i
+
+
+def test_closed_loop_duration_is_hard_running_jobs_are_cut() -> None:
+    done: list[tuple[str, int]] = []
+    results = run(
+        closed_loop(
+            list(range(5)),
+            _fast_then_stuck,
+            concurrency=2,
+            duration_s=0.2,
+            on_done=done.append,
+            cut=_cut,
+        )
+    )
+    # job 0 finished; 1 and 2 were running at the limit; 3 and 4 never started
+    assert sorted(results) == [("cut", 1), ("cut", 2), ("done", 0)]
+    assert sorted(done) == sorted(results)
+    # without `cut` the cancelled jobs are left out
+    assert run(closed_loop(list(range(5)), _fast_then_stuck, concurrency=2, duration_s=0.2)) == [
+        ("done", 0)
+    ]
+
+
+def test_open_loop_duration_cuts_running_and_queued_jobs() -> None:
+    """One slot: job 1 holds it at the limit, 2 and 3 arrived and wait for it: all are cut."""
+    results = run(
+        open_loop(
+            list(range(4)),
+            _fast_then_stuck,
+            rate_per_s=1000.0,
+            max_in_flight=1,
+            duration_s=0.3,
+            cut=_cut,
+        )
+    )
+    assert sorted(results) == [("cut", 1), ("cut", 2), ("cut", 3), ("done", 0)]
+
+
+def test_a_failing_job_stops_the_schedule_and_raises() -> None:
+    async def job(i: int, intended: int | None) -> int:
+        if i == 0:
+            raise RuntimeError("boom")
+        await asyncio.sleep(3600)
+        return i
+
+    with pytest.raises(RuntimeError, match="boom"):
+        run(closed_loop([0, 1], job, concurrency=2))
+    with pytest.raises(RuntimeError, match="boom"):
+        run(open_loop([0, 1], job, rate_per_s=1000.0))
 
 
 def test_sweep_runs_each_level() -> None:
