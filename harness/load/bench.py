@@ -875,11 +875,14 @@ def format_analysis(result: Mapping[str, Any]) -> str:
     if any(stages.values()):
         names = sorted({k for v in stages.values() for k in v})
         lines.append("Server stage time per turn (mean ms, real + charged; reference server):")
-        lines.append("  " + f"{'mode':<22}" + "".join(f"{n[:9]:>10}" for n in names))
+        width = max(22, *(len(mode) + 2 for mode in stages))
+        lines.append("  " + f"{'mode':<{width}}" + "".join(f"{n[:9]:>10}" for n in names))
         for mode, values in stages.items():
             if values:
                 lines.append(
-                    "  " + f"{mode:<22}" + "".join(f"{values.get(n, 0.0):>10.1f}" for n in names)
+                    "  "
+                    + f"{mode:<{width}}"
+                    + "".join(f"{values.get(n, 0.0):>10.1f}" for n in names)
                 )
     return "\n".join(lines)
 
