@@ -199,6 +199,7 @@ class BenchConfig:
     max_rollouts: int | None = None  # per variant (per sweep level)
     repeats: int = 1
     send_script: bool | None = None  # default: on for the embedded server, off for --target
+    model: str | None = None  # the model every request names; default: each rollout's
     prewarm: bool = False
     seed: int = 0
     out: str = "results"
@@ -239,6 +240,7 @@ class BenchConfig:
             "max_rollouts": self.max_rollouts,
             "repeats": self.repeats,
             "send_script": self.effective_send_script,
+            "model": self.model,
             "prewarm": self.prewarm,
             "seed": self.seed,
             "label": self.label,
@@ -335,6 +337,7 @@ def build_variants(
     base = ReplayOptions(
         time_scale=config.time_scale,
         send_script=config.effective_send_script,
+        model=config.model,
         prewarm=config.prewarm,
         max_turns=config.max_turns,
         turn_timeout_s=config.turn_timeout_s,
@@ -1095,6 +1098,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="send the recorded output as wsmode.script (default with the embedded server)",
     )
     script.add_argument("--no-script", dest="send_script", action="store_false")
+    work.add_argument(
+        "--model",
+        help="the model every request names (default: each rollout's, e.g. gpt-5-codex); "
+        "a real target needs one it serves",
+    )
     work.add_argument("--prewarm", action="store_true", help="ws: generate:false before turn 0")
     load = parser.add_argument_group("load pattern")
     load.add_argument(
@@ -1169,6 +1177,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         max_rollouts=args.max_rollouts,
         repeats=args.repeats,
         send_script=args.send_script,
+        model=args.model,
         prewarm=args.prewarm,
         seed=args.seed,
         out=args.out,

@@ -73,6 +73,11 @@ def _options(parser: Any) -> None:
     )
     group.add_argument("--wsmode-max-turns", type=int, default=0, help="0: whole rollouts")
     group.add_argument("--wsmode-api-key", default=os.environ.get("WSMODE_API_KEY", ""))
+    group.add_argument(
+        "--wsmode-model",
+        default=os.environ.get("WSMODE_MODEL", ""),
+        help="the model every request names (default: each rollout's)",
+    )
     group.add_argument("--wsmode-out", default="results", help="results root (master/local)")
     group.add_argument("--wsmode-label", default="locust")
     group.add_argument("--wsmode-name", default="", help="target name (default: from --host)")
@@ -152,6 +157,7 @@ def _write_results(environment: Any, **_: Any) -> None:
             "traces": options.wsmode_traces,
             "script": options.wsmode_script,
             "max_turns": options.wsmode_max_turns or None,
+            "model": options.wsmode_model or None,
             "users": getattr(options, "num_users", None),
             "run_time": getattr(options, "run_time", None),
             "distributed": isinstance(environment.runner, MasterRunner),
@@ -199,6 +205,7 @@ class _RolloutUser(User):
             time_scale=options.wsmode_time_scale,
             send_script=options.wsmode_script,
             max_turns=options.wsmode_max_turns or None,
+            model=options.wsmode_model or None,
         )
 
     @task

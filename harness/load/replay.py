@@ -90,6 +90,7 @@ class ReplayOptions:
     prewarm: bool = False  # ws: codex-style `generate: false` warm-up before turn 0
     store: bool | None = None  # default: false for ws/http; http-chained always stores
     include_reasoning: bool = True  # http: resend emitted reasoning items (id, summary, encrypted)
+    model: str | None = None  # the model every request names; default: the rollout's
     seed: int | None = None  # `wsmode.seed`; default: the rollout's seed
     max_turns: int | None = None  # replay only the first N turns
     turn_timeout_s: float = 120.0
@@ -395,7 +396,7 @@ class RolloutState:
                 generic_output=opts.generic_output,
             )
         body: dict[str, Any] = {
-            "model": self.rollout.model,
+            "model": opts.model or self.rollout.model,
             "store": opts.effective_store,
             "tool_choice": "auto",
             "parallel_tool_calls": True,

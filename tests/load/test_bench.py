@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import io
 import socket
@@ -290,3 +291,13 @@ def test_max_rollouts_replays_the_first_n_in_every_variant(tmp_path: Path) -> No
         ("http", rollouts[0].id),
         ("ws", rollouts[0].id),
     ]
+
+
+def test_model_option_reaches_every_variant_and_the_results_config() -> None:
+    parser = argparse.ArgumentParser()
+    bench_module.add_arguments(parser)
+    args = parser.parse_args(["--target", "ws://127.0.0.1:9/v1/responses", "--model", "m1"])
+    config = bench_module.config_from_args(args)
+    assert config.to_json()["model"] == "m1"
+    variants = bench_module.build_variants(config, None)
+    assert variants and all(v.options.model == "m1" for v in variants)

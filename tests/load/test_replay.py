@@ -204,3 +204,13 @@ def test_on_turn_sees_each_turn_as_it_ends(server) -> None:  # type: ignore[no-u
         replay_rollout(rollout, endpoint(server), ReplayOptions(mode="ws"), on_turn=seen.append)
     )
     assert seen == result.turns and len(seen) == len(rollout.turns)
+
+
+def test_a_model_override_names_the_model_in_every_mode() -> None:
+    rollout = smoke_rollouts()[0]
+    for mode in MODES:
+        default, _ = RolloutState(rollout, ReplayOptions(mode=mode)).request(rollout.turns[0])
+        assert default["model"] == rollout.model
+        options = ReplayOptions(mode=mode, model="my-model")
+        body, _ = RolloutState(rollout, options).request(rollout.turns[0])
+        assert body["model"] == "my-model"
