@@ -949,10 +949,12 @@ def run_bench(config: BenchConfig, *, out: TextIO | None = None, err: TextIO | N
         return _usage_error(err, f"{exc.filename or config.traces}: {exc.strerror or exc}")
     if not rollouts:
         return _usage_error(err, "no rollouts selected")
-    turns = sum(min(len(r.turns), config.max_turns or len(r.turns)) for r in rollouts)
-    calls = [sum(len(t.function_calls) for t in r.turns) for r in rollouts]
+    # what the header describes: the rollouts --max-rollouts lets through (the first ones)
+    replayed = rollouts[: config.max_rollouts] if config.max_rollouts else rollouts
+    turns = sum(min(len(r.turns), config.max_turns or len(r.turns)) for r in replayed)
+    calls = [sum(len(t.function_calls) for t in r.turns) for r in replayed]
     subset = (
-        f"{len(rollouts)} of {len(all_rollouts)} rollouts from {config.traces}"
+        f"{len(replayed)} of {len(all_rollouts)} rollouts from {config.traces}"
         + (
             f" (the {config.per_kind} shortest per agent kind)"
             if config.per_kind and not config.rollout_ids

@@ -301,3 +301,12 @@ def test_model_option_reaches_every_variant_and_the_results_config() -> None:
     assert config.to_json()["model"] == "m1"
     variants = bench_module.build_variants(config, None)
     assert variants and all(v.options.model == "m1" for v in variants)
+
+
+def test_the_header_counts_the_rollouts_max_rollouts_lets_through(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    port = _closed_port()
+    argv = ["bench", "--target", f"ws://127.0.0.1:{port}/v1/responses", "--traces", str(SMOKE)]
+    argv += ["--per-kind", "1", "--max-rollouts", "1", "--out", str(tmp_path), "--no-html"]
+    cli_main(argv)
+    header = capsys.readouterr().out.strip().splitlines()[0]
+    assert header.startswith(f"wsmode bench: 1 of {len(smoke_rollouts())} rollouts"), header
