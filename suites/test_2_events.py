@@ -12,6 +12,7 @@ from typing import Any
 from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, CaseExchange, Conn
+from harness.protocol.events import TERMINAL_TYPES
 
 SCHEMA_RULES = ("event.schema",)
 GRAMMAR_RULES = (
@@ -325,11 +326,7 @@ async def test_exactly_one_terminal(ctx: CaseContext) -> None:
     conn = await ctx.connect()
     first = await text(ctx, conn)
     second = await text(ctx, conn)  # anything stray lands between the two responses
-    terminals = [
-        t
-        for t in (*first.events, *second.events)
-        if t.type in ("response.completed", "response.failed", "response.incomplete")
-    ]
+    terminals = [t for t in (*first.events, *second.events) if t.type in TERMINAL_TYPES]
     ctx.check(
         len(terminals) == 2,
         "lifecycle.after_terminal",

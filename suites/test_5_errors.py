@@ -10,10 +10,10 @@ from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, CaseExchange, Conn
 from harness.protocol.accumulator import RequestError, ResponseAccumulator
+from harness.protocol.events import TERMINAL_TYPES
 from harness.transport.events import TargetClosed, TargetTimeout
 
 NOT_FOUND = "previous_response_not_found"
-TERMINALS = ("response.completed", "response.failed", "response.incomplete")
 
 
 async def not_found(ctx: CaseContext, conn: Conn) -> CaseExchange:
@@ -178,7 +178,7 @@ async def read_answers(ctx: CaseContext, conn: Conn, count: int) -> list[object]
         routed = conn.stream.feed(timed.event)
         if isinstance(routed, RequestError):
             answers.append(routed)
-        elif timed.type in TERMINALS and not (
+        elif timed.type in TERMINAL_TYPES and not (
             isinstance(routed, ResponseAccumulator) and routed.event_count == 1
         ):
             answers.append(timed.event.get("response") or {})

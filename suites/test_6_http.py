@@ -11,6 +11,7 @@ from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext
 from harness.protocol.accumulator import ResponseAccumulator
+from harness.protocol.events import TERMINAL_TYPES
 
 STREAM_RULES = (
     "seq.start",
@@ -124,7 +125,7 @@ async def test_sse_no_done(ctx: CaseContext) -> None:
     ctx.check(not stream.saw_done, "sse.no_done", "the stream carried data: [DONE]")
     last = stream.events[-1].type if stream.events else None
     ctx.check(
-        last in ("response.completed", "response.failed", "response.incomplete"),
+        last in TERMINAL_TYPES,
         "sse.no_done",
         f"the stream's last event is {last}",
     )

@@ -43,7 +43,7 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,21 +92,25 @@ def median_ci(
     return point, [low, high]
 
 
+def _ok_samples(
+    samples: Iterable[Mapping[str, Any]], mode: str, key: str
+) -> Iterator[tuple[str, float]]:
+    """(rollout id, value of `key`) of each ok sample of `mode` that has one."""
+    for s in samples:
+        if s.get("mode") == mode and s.get("ok") and isinstance(s.get(key), int | float):
+            yield str(s.get("rollout_id")), float(s[key])
+
+
 def _ok_values(samples: Iterable[Mapping[str, Any]], mode: str, key: str) -> list[float]:
-    return [
-        float(s[key])
-        for s in samples
-        if s.get("mode") == mode and s.get("ok") and isinstance(s.get(key), int | float)
-    ]
+    return [value for _, value in _ok_samples(samples, mode, key)]
 
 
 def _ok_values_by_rollout(
     samples: Iterable[Mapping[str, Any]], mode: str, key: str
 ) -> dict[str, list[float]]:
     by_rollout: dict[str, list[float]] = defaultdict(list)
-    for s in samples:
-        if s.get("mode") == mode and s.get("ok") and isinstance(s.get(key), int | float):
-            by_rollout[str(s.get("rollout_id"))].append(float(s[key]))
+    for rollout_id, value in _ok_samples(samples, mode, key):
+        by_rollout[rollout_id].append(value)
     return by_rollout
 
 

@@ -63,6 +63,7 @@ from harness.load.traces import (
     input_message,
 )
 from harness.protocol.accumulator import ResponseAccumulator
+from harness.protocol.events import NON_OUTPUT_TYPES
 
 _HOP_BY_HOP = frozenset(
     {
@@ -78,10 +79,7 @@ _HOP_BY_HOP = frozenset(
     }
 )
 _OUTPUT_TYPES = ("function_call", "custom_tool_call", "reasoning")
-_TERMINALS = frozenset({"response.completed", "response.failed", "response.incomplete"})
-_NOT_OUTPUT = frozenset(
-    {"response.created", "response.queued", "response.in_progress", "error", *_TERMINALS}
-)
+
 MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
@@ -99,7 +97,7 @@ class Observed:
 
     def feed(self, event: Mapping[str, Any], at_ns: int) -> None:
         event_type = str(event.get("type", ""))
-        if self.first_output_ns is None and event_type not in _NOT_OUTPUT:
+        if self.first_output_ns is None and event_type not in NON_OUTPUT_TYPES:
             self.first_output_ns = at_ns
         if event_type == "error" and self.accumulator.event_count == 0:
             self.terminal_ns = at_ns  # a refused request

@@ -47,6 +47,7 @@ from typing import Any, Literal, get_args
 
 from harness.load.traces import OutputSpec, Rollout, Turn, input_message
 from harness.protocol.accumulator import RULES
+from harness.protocol.events import NON_OUTPUT_TYPES
 from harness.transport.events import TransportError
 from harness.transport.exchange import Exchange, sse_exchange, ws_exchange
 from harness.transport.sse import SseClient
@@ -448,24 +449,11 @@ class RolloutState:
 
 
 # -- measuring one exchange ------------------------------------------------------------------------
-_NOT_OUTPUT = frozenset(
-    {
-        "response.created",
-        "response.queued",
-        "response.in_progress",
-        "response.completed",
-        "response.failed",
-        "response.incomplete",
-        "error",
-    }
-)
-
-
 def _fill_metrics(result: TurnResult, exchange: Exchange, context_estimate: int) -> None:
     result.ttft_ms = exchange.ttft_ms
     result.turn_e2e_ms = exchange.e2e_ms
     result.itl_gaps_ms = exchange.delta_gaps_ms()
-    outputs = [t for t in exchange.events if t.type not in _NOT_OUTPUT]
+    outputs = [t for t in exchange.events if t.type not in NON_OUTPUT_TYPES]
     terminal = exchange.events[-1] if exchange.events else None
     if outputs:
         result.decode_ms = (outputs[-1].received_ns - outputs[0].received_ns) / 1e6

@@ -45,6 +45,8 @@ LIFECYCLE_TYPES: Final = (
     "response.incomplete",
 )
 TERMINAL_TYPES: Final = frozenset({"response.completed", "response.failed", "response.incomplete"})
+# Not output: the first event of any other type is the TTFT mark (whatever kind of output it is).
+NON_OUTPUT_TYPES: Final = frozenset({*LIFECYCLE_TYPES, "error"})
 
 EVENT_TYPES: Final[Mapping[str, EventSpec]] = {
     spec.name: spec

@@ -17,14 +17,13 @@ from typing import Any
 
 from harness.protocol.accumulator import RequestError, ResponseAccumulator, StreamAccumulator
 from harness.protocol.errors import ApiError
-from harness.protocol.events import LIFECYCLE_TYPES
+from harness.protocol.events import NON_OUTPUT_TYPES
 from harness.protocol.requests import create_event
 from harness.protocol.state import Phase
 from harness.transport.events import HttpStatusError, TargetTimeout, TimedEvent, TransportError
 from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient
 
-_NOT_OUTPUT = frozenset({*LIFECYCLE_TYPES, "error"})
 _DONE = Phase.DONE
 
 
@@ -46,7 +45,7 @@ class Exchange:
     def first_output_ns(self) -> int | None:
         """Arrival of the first output event of any kind (the TTFT mark)."""
         for timed in self.events:
-            if timed.type not in _NOT_OUTPUT:
+            if timed.type not in NON_OUTPUT_TYPES:
                 return timed.received_ns
         return None
 
