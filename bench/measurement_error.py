@@ -31,8 +31,8 @@ from harness.load.bench import EmbeddedServer
 from harness.load.gc_policy import load_gc
 from harness.load.replay import Endpoint, ReplayOptions, RolloutResult, replay_rollout
 from harness.load.schedule import closed_loop
-from harness.load.traces import Rollout, load_traces
-from harness.report.stats import percentile
+from harness.results.stats import percentile
+from harness.traces.format import Rollout, load_traces
 from harness.transport import sockets
 
 

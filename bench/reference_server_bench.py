@@ -29,7 +29,7 @@ from websockets.asyncio.client import connect
 from harness.transport.exchange import sse_exchange, ws_exchange
 from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient
-from reference_server.profiles import load_profile
+from reference_server.cost_profiles import load_cost_profile
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _servers import echo_server, reference_server
@@ -39,7 +39,7 @@ TIMEOUT_S = 120.0
 
 def profile_file(name: str, directory: Path, label: str, **overrides: float) -> str:
     """The named profile with `overrides`, written as a TOML file the server can load."""
-    profile = dataclasses.replace(load_profile(name), **overrides)
+    profile = dataclasses.replace(load_cost_profile(name), **overrides)
     lines = [f'name = "{profile.name}-{label}"']
     for field in dataclasses.fields(profile):
         value = getattr(profile, field.name)

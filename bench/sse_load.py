@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from harness.load.bench import EmbeddedServer
-from harness.report.stats import percentile
+from harness.results.stats import percentile
 from harness.transport import sockets
 from harness.transport.exchange import sse_exchange
 from harness.transport.sockets import arrival_ns, open_socket

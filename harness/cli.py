@@ -16,6 +16,7 @@ _COMMAND_MODULES = (
     "reference_server.commands",
     "harness.conformance.commands",
     "harness.load.commands",
+    "harness.traces.commands",
     "harness.report.commands",
 )
 

@@ -26,7 +26,7 @@ from harness.protocol.errors import ApiError
 from harness.transport import sockets
 from reference_server.auth import KeyRing
 from reference_server.config import ServerConfig
-from reference_server.connection import StampedConnection, StampedStreamProtocol
+from reference_server.connection import StampedServerConnection, StampedStreamProtocol
 from reference_server.http_api import HttpConnection
 from reference_server.services import Services
 from reference_server.ws_session import WebSocketSession
@@ -108,7 +108,7 @@ class ReferenceServer:
         # permessage-deflate only when enabled: it costs ~3x memory per idle connection.
         extensions = [ServerPerMessageDeflateFactory()] if self.config.compression else None
         protocol = ServerProtocol(max_size=limits.max_message_bytes, extensions=extensions)
-        connection = StampedConnection(
+        connection = StampedServerConnection(
             protocol,
             self._ws_server,
             ping_interval=limits.ping_interval_s,
@@ -158,7 +158,7 @@ class ReferenceServer:
         return None
 
     async def _serve_websocket(self, connection: ServerConnection) -> None:
-        assert isinstance(connection, StampedConnection)  # accept_websocket builds only those
+        assert isinstance(connection, StampedServerConnection)  # accept_websocket builds only those
         tenant = connection.username
         self._per_tenant[tenant] += 1
         try:

@@ -19,8 +19,8 @@ from reference_server.config import (
     ServerConfig,
     default_data_dir,
 )
+from reference_server.cost_profiles import PROFILE_NAMES
 from reference_server.faults import ALL_FAULTS, check_fault_names
-from reference_server.profiles import PROFILE_NAMES
 
 
 def register(subparsers: Any) -> None:

@@ -44,7 +44,7 @@ class StampedStreamProtocol(asyncio.StreamReaderProtocol):
         return stamp / 1e9 if stamp else time.perf_counter()
 
 
-class StampedConnection(ServerConnection):
+class StampedServerConnection(ServerConnection):
     """Stamps each data message with the arrival of its first bytes.
 
     A request's server-side clock (TTFT, API overhead) starts there: not when the session's task

@@ -2,7 +2,7 @@
 
 :meth:`Engine.plan` turns a request's shape into a :class:`GenerationPlan`: the output items with
 their token pieces, usage counts, the time to first token and the decode rate. It reads no clock
-and does no I/O; the server emits the plan's pieces on a :class:`~reference_server.schedule.
+and does no I/O; the server emits the plan's pieces on a :class:`~reference_server.emission.
 TokenSchedule`. Random streams are derived from ``(engine seed, seed_material)`` with SHA-256:
 one for content, one for queue/prefill jitter and one for the decode rate, so the same request
 produces the same output in every process and under every profile (only its timing changes with
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from reference_server.argsynth import IDENTIFIERS, UnsatisfiableSchema, synthesize_arguments
+from reference_server.cost_profiles import Profile
 from reference_server.pipeline.tokenizer import count_tokens, split
-from reference_server.profiles import Profile
 
 __all__ = [
     "AUTO_CALL_PROBABILITY",

@@ -13,7 +13,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
-from reference_server.store import ResponseStore
+from reference_server.response_store import ResponseStore
 
 
 class Persistence:

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from harness.protocol.cache import ResponseCache
 from reference_server.config import ServerConfig
 from reference_server.conversation import Conversation, PrefixCache
+from reference_server.cost_profiles import Profile, load_cost_profile
 from reference_server.engine import Engine
 from reference_server.metrics import ServerMetrics
 from reference_server.persistence import Persistence
-from reference_server.profiles import Profile, load_profile
-from reference_server.store import ResponseStore
+from reference_server.response_store import ResponseStore
 
 
 def new_id(prefix: str) -> str:
@@ -32,7 +32,7 @@ class Services:
 
     @classmethod
     def build(cls, config: ServerConfig) -> Services:
-        profile = load_profile(config.profile)
+        profile = load_cost_profile(config.profile)
         store = ResponseStore(
             config.store_path,
             retention_s=config.store_retention_s,

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from reference_server.profiles import Profile, Stage
+from reference_server.cost_profiles import Profile, Stage
 
 
 class StageLog:

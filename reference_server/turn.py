@@ -28,12 +28,12 @@ from harness.protocol.errors import ApiError
 from harness.protocol.events import Event, response_object
 from harness.protocol.requests import CreateRequest
 from reference_server.conversation import Conversation, Route, chain_keys, resolve_route
+from reference_server.emission import TokenSchedule
 from reference_server.engine import GenerationPlan, PlanError, PlannedItem
 from reference_server.faults import EventFaults
 from reference_server.pipeline.render import Rendering, render_full, render_prefix
 from reference_server.pipeline.safety import SafetyState, classify_input, classify_output
 from reference_server.pipeline.validate import ValidationState, validate_items
-from reference_server.schedule import TokenSchedule
 from reference_server.services import Services, new_id
 from reference_server.stages import StageLog
 

@@ -32,7 +32,7 @@ from harness.protocol.requests import (
     parse_client_event,
     parse_create,
 )
-from reference_server.connection import StampedConnection
+from reference_server.connection import StampedServerConnection
 from reference_server.conversation import Conversation
 from reference_server.faults import flatten_error
 from reference_server.services import Services
@@ -68,7 +68,7 @@ class _Lane:
 
 
 class WebSocketSession:
-    def __init__(self, services: Services, ws: StampedConnection, tenant: str) -> None:
+    def __init__(self, services: Services, ws: StampedServerConnection, tenant: str) -> None:
         self.services = services
         self.config = services.config
         self.ws = ws

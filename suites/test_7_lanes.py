@@ -14,7 +14,7 @@ from __future__ import annotations
 from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, Conn, LaneAnswer, LaneTraffic
-from harness.conformance.profile import DOCUMENTED_MAX_LANES
+from harness.conformance.target_profile import DOCUMENTED_MAX_LANES
 from harness.transport.events import TargetTimeout
 
 ACTIVE_LIMIT = 16  # responses generating at once per connection; extras are queued (§5.2)

@@ -108,7 +108,7 @@ def pytest_arguments(args: argparse.Namespace) -> list[str]:
 
 def merge(paths: list[str], out: Path | None, results_root: str) -> int:
     from harness.conformance.reports import render_matrix_markdown, terminal_matrix, write_matrix
-    from harness.report.schema import ResultsSchemaError, load_result
+    from harness.results.schema import ResultsSchemaError, load_result
 
     results = []
     for path in paths:

@@ -23,9 +23,9 @@ from typing import Any, Literal, NoReturn
 from harness.conformance import bodies
 from harness.conformance.http import RecordingHttp, SseStream
 from harness.conformance.model import CaseMeta, Finding, Outcome, unique
-from harness.conformance.profile import TargetProfile
 from harness.conformance.rules import rule_level
 from harness.conformance.sdk import SdkReport, check_stream
+from harness.conformance.target_profile import TargetProfile
 from harness.conformance.wirelog import RecordingWsClient, WireLog
 from harness.protocol.accumulator import (
     RequestError,
@@ -36,7 +36,7 @@ from harness.protocol.accumulator import (
 from harness.protocol.errors import ApiError
 from harness.protocol.events import TERMINAL_TYPES
 from harness.protocol.requests import create_event
-from harness.report.schema import utc_now_iso
+from harness.results.schema import utc_now_iso
 from harness.transport.events import (
     GarbageFrame,
     HttpStatusError,

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.conformance.context import LiveTarget
-from harness.conformance.profile import DOCUMENTED_MAX_LANES, EMBEDDED, PlannedTarget
+from harness.conformance.target_profile import DOCUMENTED_MAX_LANES, EMBEDDED, PlannedTarget
 from harness.protocol.cache import CachePolicy
 
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from harness.report.schema import load_result
+from harness.results.schema import load_result
 
 SUITES_DIR: Final = Path(__file__).resolve().parents[2] / "suites"
 CLEAN: Final = "reference"

@@ -31,13 +31,6 @@ from harness.conformance.cases import meta_of
 from harness.conformance.context import CaseContext, LiveTarget
 from harness.conformance.embedded import embedded_target, remote_target
 from harness.conformance.model import Outcome, Verdict, decide_verdict, detail_text, is_failure
-from harness.conformance.profile import (
-    PlannedTarget,
-    ProfileError,
-    TargetProfile,
-    load_profile,
-    plan_targets,
-)
 from harness.conformance.reports import (
     run_directory,
     terminal_matrix,
@@ -46,8 +39,15 @@ from harness.conformance.reports import (
     write_run,
 )
 from harness.conformance.sdk import sdk_version, warm_up
-from harness.report.schema import finish_result, new_result, utc_now_iso
-from harness.report.store import timestamp_slug
+from harness.conformance.target_profile import (
+    PlannedTarget,
+    TargetProfile,
+    TargetProfileError,
+    load_target_profile,
+    plan_targets,
+)
+from harness.results.schema import finish_result, new_result, utc_now_iso
+from harness.results.store import timestamp_slug
 
 REFERENCE_PROFILE = Path(__file__).resolve().parents[2] / "suites" / "targets" / "reference.toml"
 BACKSTOP_S = 15.0  # pytest-timeout = case timeout + this
@@ -132,8 +132,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     try:
-        default = load_profile(REFERENCE_PROFILE)
-        profiles = [load_profile(p) for p in config.getoption("target_profile")]
+        default = load_target_profile(REFERENCE_PROFILE)
+        profiles = [load_target_profile(p) for p in config.getoption("target_profile")]
         targets = plan_targets(
             list(config.getoption("target")),
             profiles,
@@ -141,7 +141,7 @@ def pytest_configure(config: pytest.Config) -> None:
             list(config.getoption("api_key")),
             default_profile=default,
         )
-    except ProfileError as exc:
+    except TargetProfileError as exc:
         raise pytest.UsageError(str(exc)) from None
     faults = {f for t in targets for f in t.faults}
     if faults:

@@ -17,8 +17,8 @@ from xml.etree import ElementTree as ET
 
 from harness.conformance.model import CATEGORIES, VERDICT_ORDER
 from harness.conformance.wirelog import format_entries
-from harness.report.schema import VERDICTS, dumps_result
-from harness.report.store import slug, timestamp_slug
+from harness.results.schema import VERDICTS, dumps_result
+from harness.results.store import slug, timestamp_slug
 
 VERDICT_COLOURS = {
     "PASS": "#1a7f37",

@@ -38,9 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.load import compare as cmp
 from harness.load.gc_policy import load_gc
-from harness.load.metrics import MetricSet
 from harness.load.replay import (
     MODES,
     Endpoint,
@@ -53,9 +51,11 @@ from harness.load.replay import (
     replay_rollout,
 )
 from harness.load.schedule import closed_loop, interleaved, open_loop
-from harness.load.traces import Rollout, load_traces
-from harness.report.schema import finish_result, new_result
-from harness.report.store import slug, write_result
+from harness.results import compare as cmp
+from harness.results.histograms import MetricSet
+from harness.results.schema import finish_result, new_result
+from harness.results.store import slug, write_result
+from harness.traces.format import Rollout, load_traces
 
 # The bundled corpus of the checkout this package runs from (editable install), from any cwd.
 DEFAULT_TRACES = str(Path(__file__).resolve().parents[2] / "traces" / "corpus")
@@ -934,7 +934,7 @@ def _usage_error(err: TextIO, message: str) -> int:
 
 
 def run_bench(config: BenchConfig, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    from harness.report.schema import utc_now_iso
+    from harness.results.schema import utc_now_iso
 
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
@@ -1022,7 +1022,7 @@ def run_bench(config: BenchConfig, *, out: TextIO | None = None, err: TextIO | N
         out.write("\n" + analysis + "\n")
     out.write(f"\nresults: {path}\n")
     if config.html:
-        from harness.load.report_html import write_report
+        from harness.report.bench_html import write_report
 
         html_path = write_report(result, path.with_suffix(".html"))
         out.write(f"report:  {html_path}\n")

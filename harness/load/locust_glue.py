@@ -26,11 +26,11 @@ from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 from harness.load.bench import metric_sets, mode_entry
-from harness.load.compare import compare
 from harness.load.gc_policy import load_gc
-from harness.load.metrics import MetricSet
 from harness.load.replay import RolloutResult
-from harness.report.schema import finish_result, new_result
+from harness.results.compare import compare
+from harness.results.histograms import MetricSet
+from harness.results.schema import finish_result, new_result
 
 T = TypeVar("T")
 PAYLOAD_KEY = "wsmode"

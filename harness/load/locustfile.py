@@ -37,9 +37,9 @@ from harness.load.replay import (
     TurnResult,
     replay_rollout,
 )
-from harness.load.traces import Rollout, load_traces
-from harness.report.schema import utc_now_iso
-from harness.report.store import slug, write_result
+from harness.results.schema import utc_now_iso
+from harness.results.store import slug, write_result
+from harness.traces.format import Rollout, load_traces
 
 DEFAULT_TRACES = "traces/corpus"
 

@@ -45,9 +45,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
-from harness.load.traces import OutputSpec, Rollout, Turn, input_message
 from harness.protocol.accumulator import RULES
 from harness.protocol.events import NON_OUTPUT_TYPES
+from harness.traces.format import OutputSpec, Rollout, Turn, input_message
 from harness.transport.events import TransportError
 from harness.transport.exchange import Exchange, sse_exchange, ws_exchange
 from harness.transport.sse import SseClient

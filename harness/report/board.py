@@ -23,12 +23,12 @@ from html import escape
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.load.metrics import LatencyHistogram, MetricSet
-from harness.report import stats
 from harness.report.gate import paired_speedups
-from harness.report.schema import ResultsSchemaError, load_result, parse_time
-from harness.report.store import slug, timestamp_slug
 from harness.report.svg import Bar, Series, bar_chart, cdf_chart, fmt_ms
+from harness.results import stats
+from harness.results.histograms import LatencyHistogram, MetricSet
+from harness.results.schema import ResultsSchemaError, load_result, parse_time
+from harness.results.store import slug, timestamp_slug
 
 RANK_MODE = "ws"
 SPEEDUP_BASELINE = "http"

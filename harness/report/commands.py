@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from harness.report import board, gate
-from harness.report.schema import ResultsSchemaError, dumps_result, load_result
-from harness.report.store import list_results
+from harness.results.schema import ResultsSchemaError, dumps_result, load_result
+from harness.results.store import list_results
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.report import stats
-from harness.report.schema import ResultsSchemaError, load_result
+from harness.results import stats
+from harness.results.schema import ResultsSchemaError, load_result
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 

@@ -5,7 +5,7 @@ Every wait is bounded (connect, each receive, close), so a stalled or misbehavin
 
 Time stamps are taken at the socket. The connection runs on a `StampingSocket` (`sockets.py`),
 so each chunk read carries the kernel's receive time (else the moment the event loop hands it
-over), and `StampedConnection`, a websockets `ClientConnection`, queues every complete message
+over), and `StampedClientConnection`, a websockets `ClientConnection`, queues every complete message
 with the stamp of the chunk that completed it. That queue replaces websockets' own message
 assembler: a message already read off the socket is taken without awaiting or scheduling
 anything (`recv_nowait`), and only an empty queue waits, on one future, until a deadline
@@ -61,7 +61,7 @@ class Binary(tuple[Payload]):
     __slots__ = ()
 
 
-class StampedConnection(ClientConnection):
+class StampedClientConnection(ClientConnection):
     """A client connection that stamps messages at the socket and queues them itself.
 
     Frames are cut out of each chunk here: a complete, unfragmented, unmasked text frame (the
@@ -264,7 +264,7 @@ class StampedConnection(ClientConnection):
 
 
 class WsClient:
-    def __init__(self, connection: StampedConnection) -> None:
+    def __init__(self, connection: StampedClientConnection) -> None:
         self.connection = connection
         self.bytes_sent = 0
         self.bytes_received = 0
@@ -301,7 +301,7 @@ class WsClient:
             raise TargetTimeout(f"no WebSocket handshake from {url} within {timeout_s} s") from None
         except (OSError, WebSocketException, ValueError) as exc:
             raise TransportError(f"cannot connect to {url}: {exc}") from None
-        assert isinstance(connection, StampedConnection)
+        assert isinstance(connection, StampedClientConnection)
         return cls(connection)
 
     # -- sending -------------------------------------------------------------------------------
@@ -481,7 +481,7 @@ class WsClient:
             self.connection.transport.abort()
 
 
-async def _open(url: str, headers: dict[str, str], max_size: int | None) -> StampedConnection:
+async def _open(url: str, headers: dict[str, str], max_size: int | None) -> StampedClientConnection:
     """Open the connection on a `StampingSocket` (kernel arrival stamps).
 
     Through a proxy, or when the server redirects the upgrade (websockets cannot follow a
@@ -504,7 +504,7 @@ async def _open(url: str, headers: dict[str, str], max_size: int | None) -> Stam
         sock = await open_socket(uri.host, uri.port)
         try:
             connection = await connect(
-                url, sock=sock, create_connection=StampedConnection, **options
+                url, sock=sock, create_connection=StampedClientConnection, **options
             )
         except ValueError as exc:
             sock.close()
@@ -514,11 +514,11 @@ async def _open(url: str, headers: dict[str, str], max_size: int | None) -> Stam
             sock.close()  # websockets aborted its transport, if it had one
             raise
         else:
-            assert isinstance(connection, StampedConnection)
+            assert isinstance(connection, StampedClientConnection)
             connection.sock = sock  # from here on (the handshake is stamped in user space)
             return connection
-    connection = await connect(url, create_connection=StampedConnection, **options)
-    assert isinstance(connection, StampedConnection)
+    connection = await connect(url, create_connection=StampedClientConnection, **options)
+    assert isinstance(connection, StampedClientConnection)
     return connection
 
 
@@ -547,5 +547,5 @@ def _closed(exc: ConnectionClosed) -> TargetClosed:
     return TargetClosed(f"connection closed (code {code}, reason {reason!r})", code, reason)
 
 
-def _closed_now(connection: StampedConnection) -> TargetClosed:
+def _closed_now(connection: StampedClientConnection) -> TargetClosed:
     return _closed(connection.protocol.close_exc)

@@ -121,7 +121,7 @@ def test_the_twin_is_an_lru_with_failure_eviction() -> None:
 def test_exceptions_map_to_target_failures_or_harness_errors() -> None:
     from harness.conformance.context import CaseContext, LiveTarget, Unimplemented
     from harness.conformance.model import CaseMeta, Verdict, decide_verdict
-    from harness.conformance.profile import TargetProfile
+    from harness.conformance.target_profile import TargetProfile
     from harness.transport.events import GarbageFrame, TargetClosed, TargetTimeout
 
     meta = CaseMeta("3.3.x", "3.3", "MUST", "events", "t", rules=("seq.start",))

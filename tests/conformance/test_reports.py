@@ -17,7 +17,7 @@ from harness.conformance.reports import (
     terminal_summary,
     write_run,
 )
-from harness.report.schema import dumps_result, finish_result, load_result, new_result
+from harness.results.schema import dumps_result, finish_result, load_result, new_result
 
 WIRE = [
     {"t_ms": 0.5, "conn": "ws1", "dir": "send", "kind": "text", "bytes": 20, "data": "<script>"},

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.load.replay import Endpoint
-from harness.load.traces import Rollout, load_traces
+from harness.traces.format import Rollout, load_traces
 from reference_server.app import ReferenceServer, running_in_thread
 from reference_server.config import ServerConfig
 

@@ -27,12 +27,12 @@ from harness.load.bench import (
     run_variants,
     select_rollouts,
 )
-from harness.load.metrics import MetricSet
 from harness.load.replay import ReplayOptions
-from harness.load.report_html import render_report
-from harness.load.traces import load_traces
-from harness.report.schema import load_result, validate_result
-from harness.report.store import list_results
+from harness.report.bench_html import render_report
+from harness.results.histograms import MetricSet
+from harness.results.schema import load_result, validate_result
+from harness.results.store import list_results
+from harness.traces.format import load_traces
 
 from .replay_support import SMOKE, endpoint, reference_server, run, smoke_rollouts
 

@@ -9,8 +9,8 @@ import pytest
 
 from harness.cli import main as cli_main
 from harness.load.replay import HttpClientPool, ReplayOptions, replay_rollout
-from harness.load.tracegen import CORPUS_SEED, derive_seed
-from harness.load.traces import load_traces
+from harness.traces.format import load_traces
+from harness.traces.generator import CORPUS_SEED, derive_seed
 
 from .replay_support import SMOKE, endpoint, reference_server, run, smoke_rollouts
 

@@ -13,11 +13,11 @@ import pytest
 
 from harness.load.bench import EmbeddedServer, metric_sets
 from harness.load.locust_glue import Collector, build_locust_result
-from harness.load.metrics import MetricSet
 from harness.load.replay import ReplayOptions, replay_rollout
 from harness.report.board import build_rows, collect_inputs, load_runs
-from harness.report.schema import load_result, validate_result
-from harness.report.store import list_results
+from harness.results.histograms import MetricSet
+from harness.results.schema import load_result, validate_result
+from harness.results.store import list_results
 
 from .replay_support import SMOKE, endpoint, reference_server, run, smoke_rollouts
 

@@ -20,7 +20,7 @@ from harness.load.replay import (
     history_item,
     replay_rollout,
 )
-from harness.load.traces import OutputSpec, Turn, input_message
+from harness.traces.format import OutputSpec, Turn, input_message
 from reference_server.config import Optimizations
 
 from .replay_support import endpoint, reference_server, run, smoke_rollouts

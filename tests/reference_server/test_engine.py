@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reference_server.cost_profiles import Profile, load_cost_profile
 from reference_server.engine import (
     MAX_PARALLEL_CALLS,
     MESSAGE_MAX_TOKENS,
@@ -28,9 +29,8 @@ from reference_server.engine import (
     filler_pieces,
 )
 from reference_server.pipeline.tokenizer import count_tokens, split
-from reference_server.profiles import Profile, load_profile
 
-ZERO = load_profile("zero")
+ZERO = load_cost_profile("zero")
 
 SHELL: dict[str, Any] = {
     "type": "function",
@@ -92,7 +92,7 @@ def test_content_does_not_depend_on_the_profile() -> None:
     """Paired comparisons replay the same request under different profiles and transports."""
     kw: dict[str, Any] = {"tools": TOOLS, "reasoning_effort": "medium"}
     fast = plan(Engine(ZERO, seed=3), "x", **kw)
-    slow = plan(Engine(load_profile("production-like"), seed=3), "x", **kw)
+    slow = plan(Engine(load_cost_profile("production-like"), seed=3), "x", **kw)
     assert fast.items == slow.items
     assert fast.ttft_s == 0 and slow.ttft_s > 0
 
@@ -102,8 +102,8 @@ def test_plans_replay_identically_in_another_process() -> None:
     code = (
         "import json,sys\n"
         "from reference_server.engine import Engine\n"
-        "from reference_server.profiles import load_profile\n"
-        "p = Engine(load_profile('production-like'), seed=11).plan(seed_material='abc',"
+        "from reference_server.cost_profiles import load_cost_profile\n"
+        "p = Engine(load_cost_profile('production-like'), seed=11).plan(seed_material='abc',"
         " input_tokens=5000, cached_tokens=4000, tools=json.loads(sys.argv[1]),"
         " reasoning_effort='low')\n"
         "print(json.dumps([p.ttft_s, p.decode_tokens_per_s,"
@@ -117,7 +117,7 @@ def test_plans_replay_identically_in_another_process() -> None:
         check=True,
         env=env,
     ).stdout
-    here = Engine(load_profile("production-like"), seed=11).plan(
+    here = Engine(load_cost_profile("production-like"), seed=11).plan(
         seed_material="abc",
         input_tokens=5000,
         cached_tokens=4000,
@@ -386,7 +386,7 @@ def test_ttft_is_queue_plus_prefill_on_uncached_and_cached_tokens() -> None:
 
 
 def test_jitter_and_bursts_follow_the_profile() -> None:
-    prod = load_profile("production-like")
+    prod = load_cost_profile("production-like")
     engine = Engine(prod, seed=6)
     plans = [plan(engine, f"t-{i}", input_tokens=20_000, cached_tokens=10_000) for i in range(400)]
     bursts = [p for p in plans if p.burst]
@@ -501,7 +501,7 @@ def test_invalid_scripts_name_the_index_and_field(script: Any, needle: str) -> N
 
 def test_paired_requests_share_burst_and_jitter_whatever_their_cache_split() -> None:
     """A WS turn (mostly cached) and its HTTP twin (uncached) differ only in what is charged."""
-    prod = load_profile("production-like")
+    prod = load_cost_profile("production-like")
     engine = Engine(prod, seed=8)
     for i in range(100):
         ws = plan(engine, f"pair-{i}", input_tokens=50_000, cached_tokens=49_000)

@@ -15,9 +15,9 @@ import pytest
 
 from harness.cli import main as cli_main
 from harness.report.board import build_rows, load_runs, write_board
-from harness.report.schema import load_result
-from harness.report.store import write_result
 from harness.report.svg import fmt_ms
+from harness.results.schema import load_result
+from harness.results.store import write_result
 
 
 def _day(d: int) -> dict[str, str]:

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from harness.cli import main as cli_main
-from harness.report import stats
 from harness.report.gate import (
     GateConfig,
     GateInputError,
@@ -21,7 +20,8 @@ from harness.report.gate import (
     render_markdown,
     run_gate,
 )
-from harness.report.schema import dumps_result
+from harness.results import stats
+from harness.results.schema import dumps_result
 
 
 def _write(tmp_path: Path, name: str, result: dict[str, Any]) -> str:

@@ -7,15 +7,15 @@ import dataclasses
 from pathlib import Path
 
 from harness.cli import main as cli
-from harness.report.store import list_results
-from reference_server.profiles import load_profile
+from harness.results.store import list_results
+from reference_server.cost_profiles import load_cost_profile
 
 SMOKE = Path(__file__).resolve().parents[2] / "traces" / "smoke.jsonl"
 
 
 def write_profile(path: Path, extra_queue_ms: float) -> str:
     """burst-4000tps without jitter, with `extra_queue_ms` more engine queueing per response."""
-    base = load_profile("burst-4000tps")
+    base = load_cost_profile("burst-4000tps")
     profile = dataclasses.replace(
         base, jitter_fraction=0.0, queue_ms=base.queue_ms + extra_queue_ms
     )

@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli import build_parser
 from harness.cli import main as cli_main
-from harness.report.store import write_result
+from harness.results.store import write_result
 
 
 def test_report_commands_are_registered() -> None:

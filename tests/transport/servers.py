@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from websockets.client import ClientProtocol
 from websockets.uri import parse_uri
 
-from harness.transport.ws import StampedConnection
+from harness.transport.ws import StampedClientConnection
 from tests.protocol.conftest import full_stream
 
 T = TypeVar("T")
@@ -139,7 +139,7 @@ def response_frames() -> bytes:
     return b"".join(text(e) for e in full_stream())
 
 
-# -- a StampedConnection driven by hand -----------------------------------------------------------
+# -- a StampedClientConnection driven by hand ---------------------------------------------------
 class FakeTransport(asyncio.Transport):
     def __init__(self) -> None:
         super().__init__()
@@ -178,10 +178,12 @@ class FakeTransport(asyncio.Transport):
         self.closing = True
 
 
-def opened_connection(*, max_size: int | None = 2**20) -> tuple[StampedConnection, FakeTransport]:
-    """A StampedConnection past a real handshake, writing to a FakeTransport (needs a loop)."""
+def opened_connection(
+    *, max_size: int | None = 2**20
+) -> tuple[StampedClientConnection, FakeTransport]:
+    """A StampedClientConnection past a real handshake, writing to a FakeTransport (needs loop)."""
     protocol = ClientProtocol(parse_uri("ws://example.invalid/"), max_size=max_size)
-    connection = StampedConnection(protocol, ping_interval=None)
+    connection = StampedClientConnection(protocol, ping_interval=None)
     transport = FakeTransport()
     connection.connection_made(transport)
     request = protocol.connect()

@@ -45,7 +45,7 @@ def mixed_stream() -> tuple[bytes, list[bytes]]:
     return stream, [*messages[:2], b'{"fragmented":true}', messages[2], b'{"last":1}']
 
 
-def queued(connection: ws.StampedConnection) -> list[bytes]:
+def queued(connection: ws.StampedClientConnection) -> list[bytes]:
     return [bytes(data) for data in connection.inbox]
 
 
@@ -100,7 +100,7 @@ def test_handshake_and_frames_in_one_chunk() -> None:
         from tests.transport.servers import FakeTransport, handshake_response
 
         protocol = ClientProtocol(parse_uri("ws://example.invalid/"))
-        connection = ws.StampedConnection(protocol, ping_interval=None)
+        connection = ws.StampedClientConnection(protocol, ping_interval=None)
         connection.connection_made(FakeTransport())
         request = protocol.connect()
         protocol.send_request(request)

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from harness.load.compare import (
+from harness.results.compare import (
     ablation_rows,
     compare,
     median_ci,
@@ -97,7 +97,7 @@ def test_ablation_rows_measure_each_flag_against_ws() -> None:
 
 
 def test_paired_turns_match_rollout_and_turn_index() -> None:
-    from harness.load.compare import paired_turns
+    from harness.results.compare import paired_turns
 
     samples = [
         {"mode": "ws", "rollout_id": "a", "turn_index": 0, "turn_e2e_ms": 10.0, "ok": True},
@@ -109,7 +109,7 @@ def test_paired_turns_match_rollout_and_turn_index() -> None:
 
 
 def test_tool_time_sensitivity_is_derived_from_model_time_and_recorded_tools() -> None:
-    from harness.load.compare import tool_time_sensitivity
+    from harness.results.compare import tool_time_sensitivity
 
     rollouts = [
         {"rollout_id": "r", "mode": "http", "ok": True, "model_ms": 200.0, "tool_wait_ms": 800.0},

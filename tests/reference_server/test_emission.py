@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference_server.schedule import TokenSchedule
+from reference_server.emission import TokenSchedule
 
 starts = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 ttfts = st.floats(min_value=0, max_value=10, allow_nan=False)

@@ -75,7 +75,7 @@ _SECTIONS: Final[dict[str, dict[str, type | tuple[type, ...]]]] = {
 _TOP: Final[dict[str, type]] = {"name": str, "description": str, "model": str}
 
 
-class ProfileError(ValueError):
+class TargetProfileError(ValueError):
     """A target profile that cannot be used; the message names the file and the key."""
 
 
@@ -165,9 +165,11 @@ class TargetProfile:
 def _check_type(value: Any, kinds: type | tuple[type, ...], where: str) -> None:
     kinds_tuple = kinds if isinstance(kinds, tuple) else (kinds,)
     if isinstance(value, bool) and bool not in kinds_tuple:
-        raise ProfileError(f"{where}: expected {_names(kinds_tuple)}, got a boolean")
+        raise TargetProfileError(f"{where}: expected {_names(kinds_tuple)}, got a boolean")
     if not isinstance(value, kinds_tuple):
-        raise ProfileError(f"{where}: expected {_names(kinds_tuple)}, got {type(value).__name__}")
+        raise TargetProfileError(
+            f"{where}: expected {_names(kinds_tuple)}, got {type(value).__name__}"
+        )
 
 
 def _names(kinds: tuple[type, ...]) -> str:
@@ -177,7 +179,7 @@ def _names(kinds: tuple[type, ...]) -> str:
 def parse_profile(
     data: Mapping[str, Any], source: str = "<profile>", *, base_dir: Path | None = None
 ) -> TargetProfile:
-    """Build a profile from parsed TOML; unknown keys and wrong types raise ProfileError."""
+    """Build a profile from parsed TOML; unknown keys and wrong types raise TargetProfileError."""
     values: dict[str, Any] = {"source": source}
     for key, value in data.items():
         where = f"{source}: {key}"
@@ -186,14 +188,16 @@ def parse_profile(
             values[key] = value
             continue
         if key not in _SECTIONS:
-            raise ProfileError(f"{where}: unknown key (known: {', '.join([*_TOP, *_SECTIONS])})")
+            raise TargetProfileError(
+                f"{where}: unknown key (known: {', '.join([*_TOP, *_SECTIONS])})"
+            )
         if not isinstance(value, dict):
-            raise ProfileError(f"{where}: expected a [{key}] table")
+            raise TargetProfileError(f"{where}: expected a [{key}] table")
         allowed = _SECTIONS[key]
         for sub, sub_value in value.items():
             sub_where = f"{source}: {key}.{sub}"
             if sub not in allowed:
-                raise ProfileError(f"{sub_where}: unknown key (known: {', '.join(allowed)})")
+                raise TargetProfileError(f"{sub_where}: unknown key (known: {', '.join(allowed)})")
             _check_type(sub_value, allowed[sub], sub_where)
         if key == "capabilities":
             values["capabilities"] = frozenset(c for c, on in value.items() if on)
@@ -211,12 +215,12 @@ def parse_profile(
         elif key == "limits":
             for sub, sub_value in value.items():
                 if sub_value < 0:
-                    raise ProfileError(f"{source}: limits.{sub}: must be >= 0")
+                    raise TargetProfileError(f"{source}: limits.{sub}: must be >= 0")
                 values[sub] = float(sub_value) if sub == "lifetime_s" else sub_value
         elif key == "timeouts":
             for sub, sub_value in value.items():
                 if sub_value <= 0:
-                    raise ProfileError(f"{source}: timeouts.{sub}: must be > 0")
+                    raise TargetProfileError(f"{source}: timeouts.{sub}: must be > 0")
             if "event_s" in value:
                 values["event_timeout_s"] = float(value["event_s"])
             if "case_s" in value:
@@ -227,18 +231,18 @@ def parse_profile(
                 server_profile = str((base_dir / server_profile).resolve())
             values["server_profile"] = server_profile
     if not str(values.get("name", "target")).strip():
-        raise ProfileError(f"{source}: name: must not be empty")
+        raise TargetProfileError(f"{source}: name: must not be empty")
     return TargetProfile(**values)
 
 
-def load_profile(path: str | Path) -> TargetProfile:
+def load_target_profile(path: str | Path) -> TargetProfile:
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ProfileError(f"{p}: cannot read: {exc.strerror or exc}") from None
+        raise TargetProfileError(f"{p}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{p}: not valid TOML: {exc}") from None
+        raise TargetProfileError(f"{p}: not valid TOML: {exc}") from None
     return parse_profile(data, str(p), base_dir=p.parent)
 
 
@@ -266,10 +270,12 @@ class TargetSpec:
             faults = tuple(f for f in text[len(EMBEDDED) + 1 :].split(",") if f)
             for fault in faults:
                 if not _FAULT_NAME.match(fault):
-                    raise ProfileError(f"--target {text}: bad fault name {fault!r}")
+                    raise TargetProfileError(f"--target {text}: bad fault name {fault!r}")
             return cls(EMBEDDED, faults)
         if not text.startswith(("ws://", "wss://")):
-            raise ProfileError(f"--target {text}: expected ws://, wss:// or 'embedded[:faults]'")
+            raise TargetProfileError(
+                f"--target {text}: expected ws://, wss:// or 'embedded[:faults]'"
+            )
         return cls(text)
 
 
@@ -311,7 +317,7 @@ def plan_targets(
     else:
         specs = [TargetSpec.parse(t) for t in targets]
         if len(profiles) > 1 and len(profiles) != len(targets):
-            raise ProfileError(
+            raise TargetProfileError(
                 f"{len(targets)} --target but {len(profiles)} --target-profile: give one "
                 "profile for all targets or one per target"
             )
@@ -352,5 +358,5 @@ def _spread(values: list[str], n: int, option: str) -> list[str | None]:
     if len(values) == 1:
         return [values[0]] * n
     if len(values) != n:
-        raise ProfileError(f"{option} given {len(values)} times for {n} targets")
+        raise TargetProfileError(f"{option} given {len(values)} times for {n} targets")
     return list(values)

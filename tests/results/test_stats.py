@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from harness.report import stats
+from harness.results import stats
 
 
 def clusters(seed: int, n: int, turns: int, scale: float) -> list[list[float]]:

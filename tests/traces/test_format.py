@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.load.traces import (
+from harness.traces.format import (
     ITEM_OVERHEAD_TOKENS,
     OutputSpec,
     Rollout,

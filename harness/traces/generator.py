@@ -10,12 +10,12 @@ with measured corpus statistics in ``traces/README.md``), the tool definitions, 
 turns and calls (phases per kind, parallel read-only batches, sizes, waits, the context bounds),
 ``generate_rollout``/``generate_corpus``/``generate_smoke``, ``corpus_stats`` and the committed
 corpus layout. What the text says (the invented repository, code, prose, tracebacks, test
-reports, patches, tool outputs) comes from ``harness.load.tracetext``.
+reports, patches, tool outputs) comes from ``harness.traces.text``.
 
 Everything is deterministic per seed: one ``random.Random(seed)`` drives a rollout (files get
 sub-seeds drawn from it) and nothing reads global randomness, hash order or the clock.
 
-``python -m harness.load.tracegen --out traces`` regenerates the committed corpus.
+``python -m harness.traces.generator --out traces`` regenerates the committed corpus.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from harness.load.traces import (
+from harness.traces.format import (
     JSONObject,
     OutputSpec,
     Rollout,
@@ -40,7 +40,7 @@ from harness.load.traces import (
     estimate_tokens,
     input_message,
 )
-from harness.load.tracetext import (
+from harness.traces.text import (
     FileSizes,
     Repo,
     ToolCall,
@@ -470,7 +470,7 @@ def _generate(
         tools=TOOLS,
         seed=seed,
         meta={
-            "generator": "harness.load.tracegen",
+            "generator": "harness.traces.generator",
             "generator_version": GENERATOR_VERSION,
             "repo": repo.package,
             "size_scale": size_scale,
@@ -620,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, size in sizes.items():
         print(f"{name}: {size / 1e6:.2f} MB")
     if args.stats:
-        from harness.load.traces import load_traces
+        from harness.traces.format import load_traces
 
         print(json.dumps(corpus_stats(load_traces(Path(args.out) / "corpus")), indent=2))
     return 0

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from harness.load.convert import ABORTED_OUTPUT, convert_chat, convert_codex, iter_codex_sessions
-from harness.load.traces import TraceFormatError, dumps_rollouts, loads_rollouts
+from harness.traces.convert import ABORTED_OUTPUT, convert_chat, convert_codex, iter_codex_sessions
+from harness.traces.format import TraceFormatError, dumps_rollouts, loads_rollouts
 
 SAMPLES = Path(__file__).parent / "samples"
 CODEX = SAMPLES / "codex-rollout.jsonl"

@@ -19,7 +19,7 @@ an output answering no call of the previous turn is an error. Inputs after the l
 dropped (``meta["dropped_trailing_inputs"]``).
 
 ``traces/README.md`` documents the mappings in full; malformed input raises
-:class:`~harness.load.traces.TraceFormatError` with file, line (or message index) and field.
+:class:`~harness.traces.format.TraceFormatError` with file, line (or message index) and field.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.load.traces import (
+from harness.traces.format import (
     JSONObject,
     OutputSpec,
     Rollout,
@@ -423,7 +423,7 @@ def convert_codex(
     session_id = meta_in.get("id")
     meta: JSONObject = {
         "converted_from": p.name,
-        "converter": "harness.load.convert.convert_codex",
+        "converter": "harness.traces.convert.convert_codex",
         "timing": "approximate, from rollout line timestamps",
         "session_id": session_id,
     }
@@ -563,7 +563,7 @@ def convert_chat(
     """
     doc, label, per_line = _load_chat(source)
     tools_raw: Any = None
-    meta: JSONObject = {"converter": "harness.load.convert.convert_chat"}
+    meta: JSONObject = {"converter": "harness.traces.convert.convert_chat"}
     if label is not None:
         meta["converted_from"] = Path(label).name
     container = "messages"

@@ -14,8 +14,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from harness.load.metrics import MetricSet
 from harness.report.svg import Bar, Series, bar_chart, cdf_chart, color, fmt_ms
+from harness.results.histograms import MetricSet
 
 _FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 _CSS = """

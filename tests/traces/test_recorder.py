@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 
-from harness.load.convert import custom_call_arguments
-from harness.load.recorder import Observed, Recorder, TraceLog, new_items_of_stateless, record
 from harness.load.replay import MODES, Endpoint, ReplayOptions, replay_rollout
-from harness.load.traces import OutputSpec, Rollout, input_message, load_traces
-
-from .replay_support import reference_server, run, smoke_rollouts
+from harness.traces.convert import custom_call_arguments
+from harness.traces.format import OutputSpec, Rollout, input_message, load_traces
+from harness.traces.recorder import Observed, Recorder, TraceLog, new_items_of_stateless, record
+from tests.load.replay_support import reference_server, run, smoke_rollouts
 
 
 def _without_reasoning_tokens(rollout: Rollout) -> list[object]:

@@ -30,10 +30,10 @@ from typing import Any, Final, Literal, get_args
 __all__ = [
     "PROFILE_NAMES",
     "STAGE_UNITS",
+    "CostProfileError",
     "Profile",
-    "ProfileError",
     "Stage",
-    "load_profile",
+    "load_cost_profile",
     "parse_overrides",
 ]
 
@@ -84,7 +84,7 @@ STAGE_UNITS: Final[Mapping[str, str]] = {k: v[2] for k, v in _STAGE_TABLE.items(
 assert set(_STAGE_TABLE) == set(get_args(Stage))
 
 
-class ProfileError(ValueError):
+class CostProfileError(ValueError):
     """A profile file or override is malformed (unknown key, bad value, unknown name)."""
 
 
@@ -118,9 +118,9 @@ class Profile:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise ProfileError("profile name must be a non-empty string")
+            raise CostProfileError("profile name must be a non-empty string")
         if not isinstance(self.description, str):
-            raise ProfileError(f"{self.name}: description must be a string")
+            raise CostProfileError(f"{self.name}: description must be a string")
         for f in dataclasses.fields(self):
             if f.name in ("name", "description"):
                 continue
@@ -128,21 +128,21 @@ class Profile:
             if value is None and f.name == "burst_tokens_per_s":
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ProfileError(f"{self.name}: {f.name} must be a number, got {value!r}")
+                raise CostProfileError(f"{self.name}: {f.name} must be a number, got {value!r}")
             if math.isnan(value) or value < 0:
-                raise ProfileError(f"{self.name}: {f.name} must be >= 0, got {value!r}")
+                raise CostProfileError(f"{self.name}: {f.name} must be >= 0, got {value!r}")
             if math.isinf(value) and f.name not in ("decode_tokens_per_s", "burst_tokens_per_s"):
-                raise ProfileError(f"{self.name}: {f.name} must be finite")
+                raise CostProfileError(f"{self.name}: {f.name} must be finite")
         if self.decode_tokens_per_s <= 0:
-            raise ProfileError(f"{self.name}: decode_tokens_per_s must be > 0")
+            raise CostProfileError(f"{self.name}: decode_tokens_per_s must be > 0")
         if self.burst_tokens_per_s is not None and self.burst_tokens_per_s <= 0:
-            raise ProfileError(f"{self.name}: burst_tokens_per_s must be > 0 when set")
+            raise CostProfileError(f"{self.name}: burst_tokens_per_s must be > 0 when set")
         if not 0.0 <= self.burst_probability <= 1.0:
-            raise ProfileError(f"{self.name}: burst_probability must be in [0, 1]")
+            raise CostProfileError(f"{self.name}: burst_probability must be in [0, 1]")
         if self.burst_probability > 0 and self.burst_tokens_per_s is None:
-            raise ProfileError(f"{self.name}: burst_probability > 0 needs burst_tokens_per_s")
+            raise CostProfileError(f"{self.name}: burst_probability > 0 needs burst_tokens_per_s")
         if not 0.0 <= self.jitter_fraction < 1.0:
-            raise ProfileError(f"{self.name}: jitter_fraction must be in [0, 1)")
+            raise CostProfileError(f"{self.name}: jitter_fraction must be in [0, 1)")
 
     # -- construction -------------------------------------------------------------------------
 
@@ -152,17 +152,17 @@ class Profile:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ProfileError(
+            raise CostProfileError(
                 f"profile {data.get('name', name)!r}: unknown key(s) {', '.join(unknown)}; "
                 f"known keys: {', '.join(sorted(known))}"
             )
         kwargs = dict(data)
         if "name" not in kwargs:
             if name is None:
-                raise ProfileError("profile has no name")
+                raise CostProfileError("profile has no name")
             kwargs["name"] = name
         if "decode_tokens_per_s" not in kwargs:
-            raise ProfileError(f"profile {kwargs['name']!r}: decode_tokens_per_s is required")
+            raise CostProfileError(f"profile {kwargs['name']!r}: decode_tokens_per_s is required")
         return cls(**kwargs)
 
     def with_overrides(self, **overrides: Any) -> Profile:
@@ -170,7 +170,7 @@ class Profile:
         known = {f.name for f in dataclasses.fields(self)}
         unknown = sorted(set(overrides) - known)
         if unknown:
-            raise ProfileError(f"unknown profile field(s): {', '.join(unknown)}")
+            raise CostProfileError(f"unknown profile field(s): {', '.join(unknown)}")
         return dataclasses.replace(self, **overrides)
 
     # -- costs --------------------------------------------------------------------------------
@@ -224,7 +224,7 @@ def _profiles_dir() -> Any:
     return resources.files("reference_server").joinpath("profiles")
 
 
-def load_profile(name_or_path: str | Path) -> Profile:
+def load_cost_profile(name_or_path: str | Path) -> Profile:
     """Load a bundled profile by name (see :data:`PROFILE_NAMES`) or a TOML file by path."""
     text: str
     default_name: str
@@ -234,7 +234,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
     else:
         path = Path(name_or_path)
         if not path.is_file():
-            raise ProfileError(
+            raise CostProfileError(
                 f"unknown profile {str(name_or_path)!r}: not a bundled profile "
                 f"({', '.join(PROFILE_NAMES)}) and not a file"
             )
@@ -243,11 +243,11 @@ def load_profile(name_or_path: str | Path) -> Profile:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"profile {default_name!r}: invalid TOML: {exc}") from None
+        raise CostProfileError(f"profile {default_name!r}: invalid TOML: {exc}") from None
     try:
         return Profile.from_mapping(data, name=default_name)
     except TypeError as exc:  # pragma: no cover - from_mapping checks keys first
-        raise ProfileError(f"profile {default_name!r}: {exc}") from None
+        raise CostProfileError(f"profile {default_name!r}: {exc}") from None
 
 
 def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
@@ -261,9 +261,11 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ProfileError(f"profile override {item!r} is not key=value")
+            raise CostProfileError(f"profile override {item!r} is not key=value")
         try:
             out[key] = tomllib.loads(f"v = {raw.strip()}")["v"]
         except tomllib.TOMLDecodeError:
-            raise ProfileError(f"profile override {item!r}: value is not a TOML value") from None
+            raise CostProfileError(
+                f"profile override {item!r}: value is not a TOML value"
+            ) from None
     return out

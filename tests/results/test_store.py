@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report.store import write_result
+from harness.results.store import write_result
 
 from .conftest import Synth
 

@@ -7,7 +7,7 @@ Everything here reads the plain records a results file carries (`bench.rollouts[
 mode B (the rule of results/README.md), and only when both replays succeeded.
 
 **Speedup.** Per rollout, e2e(baseline) / e2e(mode); the headline is the median ratio with a
-seeded percentile-bootstrap 95 % interval (`harness.report.stats`, exact and deterministic for a
+seeded percentile-bootstrap 95 % interval (`harness.results.stats`, exact and deterministic for a
 seed). It is given twice: on the end-to-end time (tool time counted at its recorded value) and on
 the model-side time (API + inference, tool time left out), because with long tool waits the first
 is diluted by time neither mode can change.
@@ -47,7 +47,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.report import stats
+from harness.results import stats
 
 DEFAULT_RESAMPLES = 2000
 LADDER = ("http", "http-chained", "ws-nocache", "ws")

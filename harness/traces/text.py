@@ -1,6 +1,6 @@
 """What a generated rollout says: the synthetic repository and the text of a rollout.
 
-``harness.load.tracegen`` decides how a rollout goes (how many turns, which tools, how big each
+``harness.traces.generator`` decides how a rollout goes (how many turns, which tools, how big each
 text is, all from its documented distributions); this module writes the text it asks for:
 
 * the vocabularies (packages, modules, identifiers, exceptions, guideline prose, task and
@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from harness.load.traces import JSONObject, estimate_tokens, input_message
+from harness.traces.format import JSONObject, estimate_tokens, input_message
 
 __all__ = [
     "FileSizes",

@@ -10,7 +10,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from harness.report.schema import (
+from harness.results.schema import (
     ResultsSchemaError,
     dumps_result,
     load_result,

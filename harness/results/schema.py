@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.report.machine import harness_info, machine_info
+from harness.results.machine import harness_info, machine_info
 
 SCHEMA_NAME = "wsmode-results"
 SCHEMA_VERSION = 1
@@ -414,7 +414,7 @@ def _validate_bench(bench: dict[str, Any]) -> None:
 
 
 def _validate_histogram(metric: str, encoded: Any, path: str) -> None:
-    from harness.load.metrics import LatencyHistogram
+    from harness.results.histograms import LatencyHistogram
 
     if not _METRIC_NAME.match(metric):
         raise _fail(path, "metric names are lowercase with units in the key, like 'ttft_ms'")

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.conformance.profile import (
-    ProfileError,
+from harness.conformance.target_profile import (
     TargetProfile,
+    TargetProfileError,
     TargetSpec,
-    load_profile,
+    load_target_profile,
     parse_profile,
     plan_targets,
 )
@@ -17,7 +17,7 @@ TARGETS = Path(__file__).resolve().parents[2] / "suites" / "targets"
 
 
 def test_shipped_profiles_load() -> None:
-    reference = load_profile(TARGETS / "reference.toml")
+    reference = load_target_profile(TARGETS / "reference.toml")
     assert reference.embedded and reference.api_key
     assert reference.capabilities >= {
         "store",
@@ -39,7 +39,7 @@ def test_shipped_profiles_load() -> None:
         "lane_limit",
     ):
         assert reference.missing(requirement) is None, requirement
-    example = load_profile(TARGETS / "example-openai.toml")
+    example = load_target_profile(TARGETS / "example-openai.toml")
     assert example.ws_url.startswith("wss://") and example.cache_depth == 1
     assert "longer than" in str(example.missing("lifetime"))
     assert example.missing("scripted_output") is not None
@@ -72,7 +72,7 @@ def test_undeclared_means_missing_with_a_reason() -> None:
     ],
 )
 def test_profiles_are_strict(data: dict[str, object], message: str) -> None:
-    with pytest.raises(ProfileError, match=message.replace("[", r"\[")):
+    with pytest.raises(TargetProfileError, match=message.replace("[", r"\[")):
         parse_profile(data, "p.toml")
 
 
@@ -85,19 +85,19 @@ def test_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_load_errors_name_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("name = [", encoding="utf-8")
-    with pytest.raises(ProfileError, match=r"bad\.toml: not valid TOML"):
-        load_profile(bad)
-    with pytest.raises(ProfileError, match="cannot read"):
-        load_profile(tmp_path / "missing.toml")
+    with pytest.raises(TargetProfileError, match=r"bad\.toml: not valid TOML"):
+        load_target_profile(bad)
+    with pytest.raises(TargetProfileError, match="cannot read"):
+        load_target_profile(tmp_path / "missing.toml")
 
 
 def test_target_specs() -> None:
     assert TargetSpec.parse("embedded") == TargetSpec("embedded")
     assert TargetSpec.parse("embedded:a-b,c").faults == ("a-b", "c")
     assert TargetSpec.parse("wss://h/v1/responses").url == "wss://h/v1/responses"
-    with pytest.raises(ProfileError, match="expected ws://"):
+    with pytest.raises(TargetProfileError, match="expected ws://"):
         TargetSpec.parse("http://h/v1")
-    with pytest.raises(ProfileError, match="bad fault name"):
+    with pytest.raises(TargetProfileError, match="bad fault name"):
         TargetSpec.parse("embedded:Bad Name")
 
 
@@ -130,7 +130,7 @@ def test_planning_pairs_targets_with_profiles() -> None:
     assert paired[1].profile.ws_url == "ws://y:1/v1/responses"
     twice = plan_targets(["embedded", "embedded"], [], [], [], default_profile=default)
     assert [p.name for p in twice] == ["reference", "reference-2"]
-    with pytest.raises(ProfileError, match="one profile for all targets or one per target"):
+    with pytest.raises(TargetProfileError, match="one profile for all targets or one per target"):
         plan_targets(["embedded"], [one, two], [], [], default_profile=default)
-    with pytest.raises(ProfileError, match="--api-key given 2 times for 3 targets"):
+    with pytest.raises(TargetProfileError, match="--api-key given 2 times for 3 targets"):
         plan_targets(["embedded"] * 3, [], [], ["a", "b"], default_profile=default)

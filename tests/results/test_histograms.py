@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from harness.load.metrics import HIGHEST_US, LatencyHistogram, MetricSet
+from harness.results.histograms import HIGHEST_US, LatencyHistogram, MetricSet
 
 
 def _values(seed: int, n: int) -> list[float]:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from reference_server.profiles import (
+from reference_server.cost_profiles import (
     PROFILE_NAMES,
     STAGE_UNITS,
+    CostProfileError,
     Profile,
-    ProfileError,
-    load_profile,
+    load_cost_profile,
     parse_overrides,
 )
 
@@ -32,7 +32,7 @@ def _toml_text(name: str) -> str:
 
 @pytest.mark.parametrize("name", PROFILE_NAMES)
 def test_every_bundled_profile_loads_with_its_own_name(name: str) -> None:
-    profile = load_profile(name)
+    profile = load_cost_profile(name)
     assert profile.name == name
     assert profile.description
     assert profile.decode_tokens_per_s > 0
@@ -48,17 +48,17 @@ def test_bundled_profiles_are_exactly_the_toml_files() -> None:
 
 
 def test_decode_rates_match_profile_names() -> None:
-    assert load_profile("legacy-65tps").decode_tokens_per_s == 65
-    assert load_profile("spark-1000tps").decode_tokens_per_s == 1000
-    assert load_profile("burst-4000tps").decode_tokens_per_s == 4000
-    prod = load_profile("production-like")
+    assert load_cost_profile("legacy-65tps").decode_tokens_per_s == 65
+    assert load_cost_profile("spark-1000tps").decode_tokens_per_s == 1000
+    assert load_cost_profile("burst-4000tps").decode_tokens_per_s == 4000
+    prod = load_cost_profile("production-like")
     assert prod.decode_tokens_per_s == 1000
     assert prod.burst_tokens_per_s == 4000
     assert 0 < prod.burst_probability < 1
 
 
 def test_zero_profile_costs_nothing_and_decodes_as_fast_as_possible() -> None:
-    zero = load_profile("zero")
+    zero = load_cost_profile("zero")
     assert zero.is_zero
     assert zero.jitter_fraction == 0
     assert zero.decode_tokens_per_s >= 1e9
@@ -67,7 +67,7 @@ def test_zero_profile_costs_nothing_and_decodes_as_fast_as_possible() -> None:
 
 
 def test_production_like_charges_every_stage() -> None:
-    prod = load_profile("production-like")
+    prod = load_cost_profile("production-like")
     assert not prod.is_zero
     for stage in STAGE_UNITS:
         assert prod.stage_cost_us(stage, 1) > 0, stage  # type: ignore[arg-type]
@@ -94,7 +94,7 @@ def test_production_like_documents_every_cost_in_a_comment() -> None:
 def test_production_like_header_arithmetic_matches_its_values() -> None:
     """The TOML header claims ~250 ms of overhead for a 100k-token HTTP turn and ~9 ms for a
     cached WS turn with 500 new tokens; keep that claim true when values change."""
-    prod = load_profile("production-like")
+    prod = load_cost_profile("production-like")
     kib = 100_000 * 4 / 1024
     http_ms = (
         prod.stage_cost_us("transfer", kib)
@@ -153,7 +153,7 @@ def test_jitter_is_bounded_and_seeded() -> None:
 
 
 def test_stage_cost_rejects_unknown_stage_and_negative_work() -> None:
-    p = load_profile("zero")
+    p = load_cost_profile("zero")
     with pytest.raises(ValueError, match="unknown stage"):
         p.stage_cost_us("gpu", 1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="work_units"):
@@ -161,57 +161,57 @@ def test_stage_cost_rejects_unknown_stage_and_negative_work() -> None:
 
 
 def test_with_overrides_copies_and_validates() -> None:
-    base = load_profile("spark-1000tps")
+    base = load_cost_profile("spark-1000tps")
     fast = base.with_overrides(decode_tokens_per_s=2000.0, queue_ms=0.0)
     assert fast.decode_tokens_per_s == 2000 and fast.queue_ms == 0
     assert base.decode_tokens_per_s == 1000 and base.queue_ms > 0
-    with pytest.raises(ProfileError, match="unknown profile field"):
+    with pytest.raises(CostProfileError, match="unknown profile field"):
         base.with_overrides(decode_tps=5)
-    with pytest.raises(ProfileError, match="decode_tokens_per_s"):
+    with pytest.raises(CostProfileError, match="decode_tokens_per_s"):
         base.with_overrides(decode_tokens_per_s=0)
-    with pytest.raises(ProfileError, match="jitter_fraction"):
+    with pytest.raises(CostProfileError, match="jitter_fraction"):
         base.with_overrides(jitter_fraction=1.5)
-    with pytest.raises(ProfileError, match="burst_tokens_per_s"):
+    with pytest.raises(CostProfileError, match="burst_tokens_per_s"):
         base.with_overrides(burst_probability=0.5)  # no burst rate set
-    with pytest.raises(ProfileError, match="must be >= 0"):
+    with pytest.raises(CostProfileError, match="must be >= 0"):
         base.with_overrides(routing_ms=-1.0)
-    with pytest.raises(ProfileError, match="must be a number"):
+    with pytest.raises(CostProfileError, match="must be a number"):
         base.with_overrides(routing_ms="4")
 
 
 def test_load_profile_from_path(tmp_path: Path) -> None:
     path = tmp_path / "custom.toml"
     path.write_text('decode_tokens_per_s = 123.0\nrouting_ms = 2\ndescription = "x"\n')
-    profile = load_profile(str(path))
+    profile = load_cost_profile(str(path))
     assert profile.name == "custom"
     assert profile.decode_tokens_per_s == 123
     assert profile.stage_cost_us("routing") == 2000
-    assert load_profile(path) == profile
+    assert load_cost_profile(path) == profile
 
 
 def test_load_profile_rejects_typos_unknown_names_and_bad_toml(tmp_path: Path) -> None:
     typo = tmp_path / "typo.toml"
     typo.write_text("decode_tokens_per_s = 10\nroutng_ms = 4\n")
-    with pytest.raises(ProfileError, match="routng_ms"):
-        load_profile(typo)
+    with pytest.raises(CostProfileError, match="routng_ms"):
+        load_cost_profile(typo)
     missing = tmp_path / "missing.toml"
     missing.write_text("routing_ms = 4\n")
-    with pytest.raises(ProfileError, match="decode_tokens_per_s is required"):
-        load_profile(missing)
+    with pytest.raises(CostProfileError, match="decode_tokens_per_s is required"):
+        load_cost_profile(missing)
     broken = tmp_path / "broken.toml"
     broken.write_text("decode_tokens_per_s = = 1\n")
-    with pytest.raises(ProfileError, match="invalid TOML"):
-        load_profile(broken)
-    with pytest.raises(ProfileError, match=re.escape(", ".join(PROFILE_NAMES))):
-        load_profile("no-such-profile")
+    with pytest.raises(CostProfileError, match="invalid TOML"):
+        load_cost_profile(broken)
+    with pytest.raises(CostProfileError, match=re.escape(", ".join(PROFILE_NAMES))):
+        load_cost_profile("no-such-profile")
 
 
 def test_cli_overrides_parse_as_toml_values() -> None:
     overrides = parse_overrides(["decode_tokens_per_s=2000", " routing_ms = 0.5", 'name="x"'])
     assert overrides == {"decode_tokens_per_s": 2000, "routing_ms": 0.5, "name": "x"}
-    profile = load_profile("zero").with_overrides(**overrides)
+    profile = load_cost_profile("zero").with_overrides(**overrides)
     assert profile.decode_tokens_per_s == 2000 and profile.routing_ms == 0.5
-    with pytest.raises(ProfileError, match="key=value"):
+    with pytest.raises(CostProfileError, match="key=value"):
         parse_overrides(["routing_ms"])
-    with pytest.raises(ProfileError, match="not a TOML value"):
+    with pytest.raises(CostProfileError, match="not a TOML value"):
         parse_overrides(["routing_ms=fast"])

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from harness.load.tracegen import (
+from harness.traces.format import Rollout, dumps_rollouts, load_traces
+from harness.traces.generator import (
     CONTEXT_BOUNDS,
     CORPUS_LAYOUT,
     CORPUS_SEED,
@@ -25,7 +26,6 @@ from harness.load.tracegen import (
     generate_rollout,
     generate_smoke,
 )
-from harness.load.traces import Rollout, dumps_rollouts, load_traces
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 

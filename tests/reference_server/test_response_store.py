@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reference_server.store import (
+from reference_server.response_store import (
     DEFAULT_RETENTION_S,
     RecordTooLarge,
     ResponseStore,
@@ -131,7 +131,7 @@ def test_size_bound_evicts_expired_first_then_oldest(
         store.put(A, "r2", record(2), now_s=70.0)
         store.put(A, "r3", record(3), now_s=80.0)
         assert store.total_bytes == bound and store.evictions == 0
-        with caplog.at_level(logging.INFO, logger="reference_server.store"):
+        with caplog.at_level(logging.INFO, logger="reference_server.response_store"):
             store.put(A, "r4", record(4), now_s=150.0)
         # r0 is expired and goes first, even though r1 is not much younger
         assert store.evictions == 1

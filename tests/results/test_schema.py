@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from harness.report import machine
-from harness.report.schema import (
+from harness.results import machine
+from harness.results.schema import (
     SCHEMA_JSON_PATH,
     ResultsSchemaError,
     dumps_result,
@@ -20,7 +20,7 @@ from harness.report.schema import (
     parse_time,
     validate_result,
 )
-from harness.report.store import list_results, result_path, slug, write_result
+from harness.results.store import list_results, result_path, slug, write_result
 
 
 def test_new_result_fills_harness_machine_and_times(tmp_path: Path) -> None:

@@ -52,8 +52,10 @@ from websockets.asyncio.server import Server, ServerConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 from websockets.server import ServerProtocol
 
-from harness.load.convert import custom_call_arguments, infer_tools
-from harness.load.traces import (
+from harness.protocol.accumulator import ResponseAccumulator
+from harness.protocol.events import NON_OUTPUT_TYPES
+from harness.traces.convert import custom_call_arguments, infer_tools
+from harness.traces.format import (
     OutputSpec,
     Rollout,
     TraceFormatError,
@@ -62,8 +64,6 @@ from harness.load.traces import (
     estimate_tokens,
     input_message,
 )
-from harness.protocol.accumulator import ResponseAccumulator
-from harness.protocol.events import NON_OUTPUT_TYPES
 
 _HOP_BY_HOP = frozenset(
     {
@@ -289,7 +289,7 @@ class RolloutBuilder:
             instructions=self.header.get("instructions"),
             # custom (freeform) tools are not function tools: their calls get inferred ones
             tools=infer_tools(self.turns, self.header.get("tools", ())),
-            meta={"recorder": "harness.load.recorder", "stateless_http": stateless_http},
+            meta={"recorder": "harness.traces.recorder", "stateless_http": stateless_http},
             turns=tuple(self.turns),
         )
 

@@ -1,0 +1,189 @@
+"""CLI commands of the trace area: `wsmode record`, `wsmode traces generate|validate|convert`."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.traces.format import TraceFormatError
+
+#: The file `traces generate --count` writes when --out names a directory.
+GENERATED_FILE_NAME = "generated.jsonl"
+_TRACE_SUFFIXES = (".jsonl", ".jsonl.gz")
+
+
+def register(subparsers: Any) -> None:
+    from harness.traces import generator as tracegen
+
+    record = subparsers.add_parser(
+        "record",
+        help="record a live agent's traffic into a trace (WS + HTTP pass-through proxy)",
+        description=(
+            "Listen on 127.0.0.1:PORT, forward WebSocket and HTTP /v1/responses traffic to the "
+            "upstream server and write what passed as a wsmode-trace file (one rollout per "
+            "WebSocket connection or previous_response_id chain); with nothing recorded no "
+            "file is written. Stop with Ctrl-C."
+        ),
+    )
+    record.add_argument("--upstream", required=True, help="e.g. http://127.0.0.1:8000")
+    record.add_argument("--listen", type=int, required=True, help="local port (0: pick one)")
+    record.add_argument("--out", required=True, help="trace file to write (.jsonl or .jsonl.gz)")
+    record.add_argument("--duration-s", type=float, help="stop after this many seconds")
+    record.set_defaults(handler=_record)
+
+    traces = subparsers.add_parser("traces", help="generate, validate or convert traces")
+    sub = traces.add_subparsers(dest="traces_command", metavar="ACTION")
+    gen = sub.add_parser(
+        "generate",
+        help="generate rollouts with the seeded generator",
+        description=(
+            "Without --count: write the corpus layout (corpus/*.jsonl and smoke.jsonl, as "
+            "committed under traces/) into the directory --out. With --count: generate COUNT "
+            "rollouts, cycling through --kind, into one trace file."
+        ),
+    )
+    gen.add_argument(
+        "--out",
+        required=True,
+        help=(
+            "without --count: a directory; with --count: a .jsonl or .jsonl.gz file, or else "
+            f"a directory (created if needed) that gets {GENERATED_FILE_NAME}"
+        ),
+    )
+    gen.add_argument("--count", type=int, help="rollouts to generate (>= 1)")
+    gen.add_argument("--seed", type=int, help="generator seed (default: the corpus seed)")
+    gen.add_argument(
+        "--kind",
+        action="append",
+        choices=tracegen.KINDS,
+        help="with --count: agent kind to cycle through, repeatable (default: all)",
+    )
+    gen.add_argument(
+        "--turns",
+        type=int,
+        help="with --count: turns per rollout (default: per kind, context-bounded)",
+    )
+    gen.add_argument(
+        "--size-scale",
+        type=float,
+        help="with --count: scale of the prompt, file and tool-output sizes (> 0; default 1.0)",
+    )
+    gen.set_defaults(handler=_generate)
+    val = sub.add_parser("validate", help="load trace files strictly; print a summary")
+    val.add_argument("paths", nargs="+")
+    val.set_defaults(handler=_validate)
+    conv = sub.add_parser("convert", help="convert codex sessions or chat exports to a trace")
+    conv.add_argument("--from", dest="source", choices=("codex", "chat"), required=True)
+    conv.add_argument("inputs", nargs="+", help="files (codex: rollout-*.jsonl or a directory)")
+    conv.add_argument("--out", required=True)
+    conv.add_argument("--agent-kind", default="unknown")
+    conv.set_defaults(handler=_convert)
+    traces.set_defaults(handler=lambda args: (traces.print_help(), 2)[1])
+
+
+def _record(args: argparse.Namespace) -> int:
+    from harness.traces.recorder import main
+
+    return main(args)
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from harness.traces import generator as tracegen
+    from harness.traces.format import dump_rollouts
+
+    def fail(message: str) -> int:
+        print(f"wsmode traces generate: {message}", file=sys.stderr)
+        return 2
+
+    seed = tracegen.CORPUS_SEED if args.seed is None else args.seed
+    out = Path(args.out)
+    # a trailing slash is lost by Path(), yet it clearly names a directory
+    names_dir = args.out.endswith(("/", os.sep)) or out.is_dir()
+    names_file = not names_dir and out.name.endswith(_TRACE_SUFFIXES)
+    if args.count is None:
+        given = [
+            flag
+            for flag, value in (
+                ("--kind", args.kind),
+                ("--turns", args.turns),
+                ("--size-scale", args.size_scale),
+            )
+            if value is not None
+        ]
+        if given:
+            return fail(
+                f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --count "
+                "(without it, --out gets the fixed corpus layout)"
+            )
+        if names_file:
+            return fail(f"without --count, --out is a directory, got the file name {args.out}")
+        try:
+            sizes = tracegen.write_corpus(out, seed)
+        except OSError as exc:
+            return fail(f"cannot write under {out}: {exc.strerror or exc}")
+        for name, size in sizes.items():
+            print(f"{out / name}: {size / 1e6:.2f} MB")
+        return 0
+    if args.count < 1:
+        return fail(f"--count must be >= 1, got {args.count}")
+    if args.turns is not None and args.turns < 1:
+        return fail(f"--turns must be >= 1, got {args.turns}")
+    size_scale = 1.0 if args.size_scale is None else args.size_scale
+    if not (math.isfinite(size_scale) and size_scale > 0):
+        return fail(f"--size-scale must be a number > 0, got {args.size_scale}")
+    kwargs: dict[str, Any] = {"size_scale": size_scale}
+    if args.turns is not None:  # a fixed length: no context bounds (they would rescale the texts)
+        kwargs["n_turns"] = args.turns
+        kwargs["context_bounds"] = None
+    target = out if names_file else out / GENERATED_FILE_NAME
+    rollouts = tracegen.generate_corpus(
+        args.count, seed, kinds=tuple(args.kind or tracegen.KINDS), **kwargs
+    )
+    try:
+        size = dump_rollouts(rollouts, target)
+    except OSError as exc:
+        return fail(f"cannot write {target}: {exc.strerror or exc}")
+    print(f"{target}: {len(rollouts)} rollouts, {size / 1e6:.2f} MB")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from harness.traces.format import load_traces
+
+    status = 0
+    for path in args.paths:
+        try:
+            rollouts = load_traces(path)
+        except TraceFormatError as exc:
+            print(f"INVALID {exc}")
+            status = 1
+            continue
+        turns = sum(len(r.turns) for r in rollouts)
+        calls = sum(len(t.function_calls) for r in rollouts for t in r.turns)
+        print(f"ok {path}: {len(rollouts)} rollouts, {turns} turns, {calls} function calls")
+    return status
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from harness.traces.convert import convert_chat, convert_codex, iter_codex_sessions
+    from harness.traces.format import dump_rollouts
+
+    rollouts = []
+    try:
+        for raw in args.inputs:
+            path = Path(raw)
+            if args.source == "codex":
+                files = list(iter_codex_sessions(path)) if path.is_dir() else [path]
+                rollouts += [convert_codex(f, agent_kind=args.agent_kind) for f in files]
+            else:
+                rollouts.append(convert_chat(path, agent_kind=args.agent_kind))
+        dump_rollouts(rollouts, args.out)
+    except TraceFormatError as exc:
+        print(f"wsmode traces convert: {exc}", file=sys.stderr)
+        return 1
+    print(f"{args.out}: {len(rollouts)} rollouts")
+    return 0
