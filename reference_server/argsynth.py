@@ -30,6 +30,8 @@ import string as _string
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from harness.errors import WsmodeError
+
 __all__ = [
     "MAX_DEPTH",
     "OPTIONAL_PROPERTY_PROBABILITY",
@@ -151,7 +153,7 @@ _CODE: Final = (
 _LANGUAGES: Final = ("python", "typescript", "rust", "go", "javascript", "bash")
 
 
-class UnsatisfiableSchema(ValueError):
+class UnsatisfiableSchema(WsmodeError, ValueError):
     """The schema admits no value (or uses a construct in a way this generator cannot satisfy)."""
 
 

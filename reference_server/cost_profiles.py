@@ -27,6 +27,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
+from harness.errors import WsmodeError
+
 __all__ = [
     "PROFILE_NAMES",
     "STAGE_UNITS",
@@ -84,7 +86,7 @@ STAGE_UNITS: Final[Mapping[str, str]] = {k: v[2] for k, v in _STAGE_TABLE.items(
 assert set(_STAGE_TABLE) == set(get_args(Stage))
 
 
-class CostProfileError(ValueError):
+class CostProfileError(WsmodeError, ValueError):
     """A profile file or override is malformed (unknown key, bad value, unknown name)."""
 
 

@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from harness.errors import WsmodeError
 from reference_server.argsynth import IDENTIFIERS, UnsatisfiableSchema, synthesize_arguments
 from reference_server.cost_profiles import Profile
 from reference_server.pipeline.tokenizer import count_tokens, split
@@ -91,7 +92,7 @@ _REASONING_SIGMA: Final = 0.6
 _SEED_DOMAIN: Final = "wsmode-engine/v1"
 
 
-class PlanError(ValueError):
+class PlanError(WsmodeError, ValueError):
     """The request cannot be planned; the server answers 400 with the message."""
 
 

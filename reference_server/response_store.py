@@ -38,6 +38,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
+from harness.errors import WsmodeError
+
 __all__ = [
     "DEFAULT_RETENTION_S",
     "RecordTooLarge",
@@ -66,11 +68,11 @@ CREATE INDEX IF NOT EXISTS responses_by_age ON responses (stored_s);
 """
 
 
-class StoreClosed(RuntimeError):
+class StoreClosed(WsmodeError, RuntimeError):
     """The store was used after :meth:`ResponseStore.close`."""
 
 
-class RecordTooLarge(ValueError):
+class RecordTooLarge(WsmodeError, ValueError):
     """A single record is larger than the store's ``max_bytes``; it was not stored."""
 
 

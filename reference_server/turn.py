@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from harness.errors import WsmodeError
 from harness.protocol import errors
 from harness.protocol.cache import Resolution, ResponseCache
 from harness.protocol.emitter import ResponseEmitter
@@ -47,7 +48,7 @@ class Send(Protocol):
 Status = Literal["completed", "incomplete", "failed"]
 
 
-class RequestRefused(Exception):
+class RequestRefused(WsmodeError):
     """A request-scoped error: no response was created; the caller sends `error`."""
 
     def __init__(self, error: ApiError) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
+from harness.errors import WsmodeError
 from harness.protocol import errors, wire
 from harness.protocol.cache import ResponseCache
 from harness.protocol.errors import ApiError
@@ -44,7 +45,7 @@ from reference_server.turn import RequestRefused, TurnContext, TurnRunner
 _NEVER_BLOCKS_BYTES = 32 * 1024 - 64
 
 
-class ClientGone(ConnectionError):
+class ClientGone(WsmodeError, ConnectionError):
     """The client closed, or stopped reading past the send-stall timeout."""
 
 

@@ -27,6 +27,7 @@ from harness.conformance.rules import rule_level
 from harness.conformance.sdk import SdkReport, check_stream
 from harness.conformance.target_profile import TargetProfile
 from harness.conformance.wirelog import RecordingWsClient, WireLog
+from harness.errors import WsmodeError
 from harness.protocol.accumulator import (
     RequestError,
     ResponseAccumulator,
@@ -51,11 +52,11 @@ Auth = Literal["key", "none", "wrong"]
 WRONG_KEY = "sk-wsmode-wrong-key-0000"
 
 
-class CaseFailed(Exception):
+class CaseFailed(WsmodeError):
     """A hard expectation failed; the finding is already recorded."""
 
 
-class Unimplemented(Exception):
+class Unimplemented(WsmodeError):
     """The target does not declare what the case needs."""
 
 

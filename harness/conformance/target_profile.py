@@ -46,6 +46,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from harness.errors import WsmodeError
+
 EMBEDDED = "embedded"
 CAPABILITIES: Final = ("store", "reasoning", "lanes", "scripted_output", "safety_markers")
 # Named lanes per connection, as documented upstream (PROTOCOL.md §5.2).
@@ -75,7 +77,7 @@ _SECTIONS: Final[dict[str, dict[str, type | tuple[type, ...]]]] = {
 _TOP: Final[dict[str, type]] = {"name": str, "description": str, "model": str}
 
 
-class TargetProfileError(ValueError):
+class TargetProfileError(WsmodeError, ValueError):
     """A target profile that cannot be used; the message names the file and the key."""
 
 

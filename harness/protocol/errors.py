@@ -2,7 +2,7 @@
 
 Exception tree::
 
-    ProtocolError                 a rule of the event grammar was broken (carries `rule_id`)
+    ProtocolError(WsmodeError)    a rule of the event grammar was broken (carries `rule_id`)
     ├── LocalProtocolError        we broke it: our own emitter produced an illegal event (a bug)
     └── RemoteProtocolError       the peer broke it: a server under test sent an illegal event
 
@@ -15,8 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.errors import WsmodeError
 
-class ProtocolError(Exception):
+
+class ProtocolError(WsmodeError):
     def __init__(self, rule_id: str, message: str) -> None:
         super().__init__(f"[{rule_id}] {message}")
         self.rule_id = rule_id

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.errors import WsmodeError
 from harness.protocol import errors
 from harness.protocol.errors import ApiError
 
@@ -26,7 +27,7 @@ _TOOL_CHOICE_MODES = frozenset({"auto", "none", "required"})
 EXTENSION_FIELD = "wsmode"
 
 
-class InvalidRequest(Exception):
+class InvalidRequest(WsmodeError):
     def __init__(self, error: ApiError) -> None:
         super().__init__(error.message)
         self.error = error

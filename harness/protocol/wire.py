@@ -12,12 +12,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from harness.errors import WsmodeError
+
 DEFAULT_MAX_DEPTH = 64
 # Python refuses ints over 4300 digits; we refuse far earlier: no protocol field needs more.
 DEFAULT_MAX_INT_DIGITS = 64
 
 
-class WireFormatError(ValueError):
+class WireFormatError(WsmodeError, ValueError):
     """A frame or body that is not acceptable JSON; `code` is the protocol error code."""
 
     def __init__(self, message: str, code: str = "invalid_json") -> None:

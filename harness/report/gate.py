@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.errors import WsmodeError
 from harness.results import stats
 from harness.results.schema import ResultsSchemaError, load_result
 
@@ -44,7 +45,7 @@ DEFAULT_ENABLED = frozenset(
 DEFAULT_THRESHOLDS_PCT = {50.0: 10.0, 90.0: 20.0, 99.0: 30.0}
 
 
-class GateInputError(Exception):
+class GateInputError(WsmodeError):
     """Bad gate input: the gate cannot compare (exit code 2)."""
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.errors import WsmodeError
 from harness.results.machine import harness_info, machine_info
 
 SCHEMA_NAME = "wsmode-results"
@@ -35,7 +36,7 @@ _MODE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _METRIC_NAME = re.compile(r"^[a-z0-9_]+$")
 
 
-class ResultsSchemaError(ValueError):
+class ResultsSchemaError(WsmodeError, ValueError):
     """A results object or file does not follow the results schema this wsmode reads."""
 
 

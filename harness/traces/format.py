@@ -37,6 +37,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, cast
 
+from harness.errors import WsmodeError
+
 __all__ = [
     "CHARS_PER_TOKEN",
     "ITEM_OVERHEAD_TOKENS",
@@ -88,7 +90,7 @@ _TRACE_SUFFIXES: Final = (".jsonl", ".jsonl.gz")
 # Errors
 
 
-class TraceFormatError(ValueError):
+class TraceFormatError(WsmodeError, ValueError):
     """A trace (or a converter's input) is malformed.
 
     ``str(err)`` is ``"<path>:<line>: <field>: <reason>"``, leaving out the parts that are unknown.

@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from harness.errors import WsmodeError
+
 
 class TimedEvent(NamedTuple):
     """One server event and when its last byte was read off the socket.
@@ -23,7 +25,7 @@ class TimedEvent(NamedTuple):
         return str(self.event.get("type", ""))
 
 
-class TransportError(Exception):
+class TransportError(WsmodeError):
     """The target misbehaved at the transport level: refused, closed, stalled or sent garbage."""
 
 
