@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from harness.bundled import suites_dir
 from harness.conformance.cases import CATALOG
 from harness.conformance.model import CATEGORIES, LEVELS, CaseMeta
 
-SUITES_DIR: Final = Path(__file__).resolve().parents[2] / "suites"
+SUITES_DIR: Final = suites_dir()
 START: Final = "<!-- cases:start -->"
 END: Final = "<!-- cases:end -->"
 

@@ -19,7 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"
+from harness.bundled import suites_dir
+
+SUITES_DIR = suites_dir()
 
 
 def register(subparsers: Any) -> None:

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from harness.bundled import suites_dir
 from harness.results.schema import load_result
 
-SUITES_DIR: Final = Path(__file__).resolve().parents[2] / "suites"
+SUITES_DIR: Final = suites_dir()
 CLEAN: Final = "reference"
 START_MARK: Final = "<!-- kill-matrix:start -->"
 END_MARK: Final = "<!-- kill-matrix:end -->"

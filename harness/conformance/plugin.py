@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from harness.bundled import target_profile_path
 from harness.conformance.cases import meta_of
 from harness.conformance.context import CaseContext, LiveTarget
 from harness.conformance.embedded import embedded_target, remote_target
@@ -49,7 +50,7 @@ from harness.conformance.target_profile import (
 from harness.results.schema import finish_result, new_result, utc_now_iso
 from harness.results.store import timestamp_slug
 
-REFERENCE_PROFILE = Path(__file__).resolve().parents[2] / "suites" / "targets" / "reference.toml"
+REFERENCE_PROFILE = target_profile_path("reference")
 BACKSTOP_S = 15.0  # pytest-timeout = case timeout + this
 
 _STATE = pytest.StashKey["CertifyState"]()

@@ -1,0 +1,167 @@
+"""The import arrows of docs/ARCHITECTURE.md, held: a wrong arrow fails here.
+
+Every import counts, also one inside a function: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Shared by every layer: the root error class and the locator of the bundled data.
+EVERYWHERE = frozenset({"harness.errors", "harness.bundled"})
+
+# Which packages each package may import (besides itself and EVERYWHERE), lowest floor first.
+ALLOWED: dict[str, frozenset[str]] = {
+    "harness.protocol": frozenset(),
+    "harness.results": frozenset({"harness.protocol"}),
+    "harness.transport": frozenset({"harness.protocol"}),
+    "harness.traces": frozenset({"harness.protocol", "harness.transport", "harness.results"}),
+    "harness.load": frozenset(
+        {"harness.protocol", "harness.transport", "harness.results", "harness.traces"}
+    ),
+    # the embedded target runs the reference server in-process
+    "harness.conformance": frozenset(
+        {"harness.protocol", "harness.transport", "harness.results", "reference_server"}
+    ),
+    "harness.report": frozenset({"harness.results"}),
+    "reference_server": frozenset({"harness.protocol", "harness.transport"}),
+}
+
+# The reference server is a peer, not a client: of the transport it takes only the server-side
+# building blocks (the kernel receive stamps, the one-port front door, the SSE wire format).
+SERVER_SIDE_TRANSPORT = frozenset(
+    {"harness.transport.sockets", "harness.transport.frontdoor", "harness.transport.sse_wire"}
+)
+
+FIRST_PARTY = ("harness", "reference_server")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _package_of(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] == "harness" and len(parts) > 1 and (ROOT / "harness" / parts[1]).is_dir():
+        return f"harness.{parts[1]}"
+    return module if parts[0] == "harness" else parts[0]
+
+
+def _imports(path: Path) -> Iterator[str]:
+    module = _module_name(path)
+    package_parts = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package_parts[: len(package_parts) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            # `from harness.load import bench` imports the module harness.load.bench
+            yield from (f"{name}.{alias.name}" for alias in node.names)
+
+
+def _first_party(name: str) -> str | None:
+    """The first-party module an import name refers to (the longest existing prefix)."""
+    if name.split(".")[0] not in FIRST_PARTY:
+        return None
+    parts = name.split(".")
+    while parts:
+        candidate = ROOT.joinpath(*parts)
+        if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
+            return ".".join(parts)
+        parts.pop()
+    return name
+
+
+def _code_files() -> list[Path]:
+    return sorted(p for top in FIRST_PARTY for p in (ROOT / top).rglob("*.py"))
+
+
+def _arrows() -> set[tuple[str, str, str]]:
+    """(importing module, imported module, imported package) for every first-party import."""
+    arrows = set()
+    for path in _code_files():
+        module = _module_name(path)
+        for name in _imports(path):
+            target = _first_party(name)
+            if target is not None and target != module:
+                arrows.add((module, target, _package_of(target)))
+    return arrows
+
+
+def _is_cli(module: str) -> bool:
+    return module == "harness.cli" or module.endswith(".commands")
+
+
+def test_every_package_imports_only_what_its_floor_allows() -> None:
+    wrong = []
+    for module, target, target_package in _arrows():
+        package = _package_of(module)
+        if _is_cli(module) or package == target_package or target in EVERYWHERE:
+            continue
+        if target_package not in ALLOWED.get(package, frozenset()):
+            wrong.append(f"{module} -> {target}")
+        elif (
+            package == "reference_server"
+            and target_package == "harness.transport"
+            and target not in SERVER_SIDE_TRANSPORT
+        ):
+            wrong.append(f"{module} -> {target} (not a server-side transport piece)")
+    assert sorted(wrong) == []
+
+
+def test_nothing_imports_a_cli_module() -> None:
+    wrong = [f"{m} -> {t}" for m, t, _ in _arrows() if _is_cli(t) and m != "harness.cli"]
+    assert sorted(wrong) == []
+
+
+def test_the_package_graph_has_no_cycle() -> None:
+    graph: dict[str, set[str]] = {}
+    for module, _, target_package in _arrows():
+        package = _package_of(module)
+        if package != target_package and not _is_cli(module):
+            graph.setdefault(package, set()).add(target_package)
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph.get(start, ()):
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    assert sorted(p for p in graph if reaches(p, p, set())) == []
+
+
+def test_the_protocol_core_imports_only_the_standard_library() -> None:
+    offenders = []
+    for path in (ROOT / "harness" / "protocol").rglob("*.py"):
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top in FIRST_PARTY:
+                target = _first_party(name) or name
+                if _package_of(target) != "harness.protocol" and target not in EVERYWHERE:
+                    offenders.append(f"{path.name}: {name}")
+            elif top not in sys.stdlib_module_names and top != "__future__":
+                offenders.append(f"{path.name}: {name}")
+    assert offenders == []
+
+
+def test_every_code_package_is_listed_for_the_wheel() -> None:
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    on_disk = {
+        _module_name(p.parent / "__init__.py") for p in _code_files() if p.name == "__init__.py"
+    }
+    assert on_disk <= listed, sorted(on_disk - listed)

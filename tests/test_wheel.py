@@ -1,0 +1,140 @@
+"""A built wheel works on its own: certify, bench and serve from any directory.
+
+Slow (it builds a wheel and a virtualenv), and CI runs it: an editable checkout hides a
+missing package-data entry, a wheel does not. The venv sees this environment's packages (so no
+download is needed) but gets its own copy of wsmode, and the test checks that copy is the one
+that runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    base = tmp_path_factory.mktemp("wheel")
+    dist = base / "dist"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dist),
+            str(ROOT),
+        ],
+        check=True,
+        cwd=base,
+    )
+    (wheel,) = dist.glob("wsmode-*.whl")
+    env_dir = base / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", str(env_dir)], check=True
+    )
+    subprocess.run(
+        [
+            str(env_dir / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--force-reinstall",
+            str(wheel),
+        ],
+        check=True,
+        cwd=base,
+    )
+    yield env_dir
+
+
+def _run(
+    venv: Path, cwd: Path, *args: str, timeout_s: float = 300
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run(
+        [str(venv / "bin" / "wsmode"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+
+
+def test_the_installed_copy_is_the_wheel(venv: Path, tmp_path: Path) -> None:
+    probe = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import harness, harness.bundled as b; print(harness.__file__); print(b.suites_dir())",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    package_file, suites = probe.stdout.split()
+    assert Path(package_file).is_relative_to(venv)
+    assert (
+        Path(suites).is_relative_to(venv)
+        and (Path(suites) / "targets" / "reference.toml").is_file()
+    )
+
+
+def test_certify_runs_the_shipped_suites(venv: Path, tmp_path: Path) -> None:
+    done = _run(venv, tmp_path, "certify", "--no-report")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert re.search(r"\b\d+ passed\b", done.stdout), done.stdout[-2000:]
+
+
+def test_bench_replays_the_shipped_corpus(venv: Path, tmp_path: Path) -> None:
+    done = _run(venv, tmp_path, "bench", "--max-rollouts", "2")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    written = list((tmp_path / "results" / "bench").rglob("*.json"))
+    assert len(written) == 1
+    result = json.loads(written[0].read_text())
+    assert result["kind"] == "bench" and result["bench"]["modes"]
+
+
+def test_serve_answers_and_stops(venv: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    server = subprocess.Popen(
+        [str(venv / "bin" / "wsmode"), "serve", "--port", "0", "--data-dir", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        match = re.search(r"\(HTTP (http://\S+?)\)", line)
+        assert match, line
+        with urllib.request.urlopen(
+            f"{match.group(1).removesuffix('/v1')}/healthz", timeout=10
+        ) as answer:
+            assert answer.status == 200
+    finally:
+        server.terminate()
+        assert server.wait(timeout=30) == 0
