@@ -125,44 +125,24 @@ class CaseExchange(Exchange):
 
 
 class RecordingStream(StreamAccumulator):
-    """A StreamAccumulator that keeps every response it routed and sees strays.
+    """A StreamAccumulator that keeps every response it routed.
 
     The base class drops a response accumulator that never reached a terminal when a new
-    `response.created` arrives; the conformance checker must keep its violations. It also
-    flags events arriving between a response's terminal and the next `response.created`
-    (a second terminal, a late delta) as `lifecycle.after_terminal`.
+    `response.created` arrives; the conformance checker must keep its violations. Events
+    arriving between a response's terminal and the next `response.created` (a second terminal,
+    a late delta) are the protocol core's verdict: that response's `lifecycle.after_terminal`.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.seen: list[ResponseAccumulator] = []
-        self._between: set[str | None] = set()  # lanes whose last response has ended
 
     def feed(self, event: Mapping[str, Any]) -> ResponseAccumulator | RequestError | None:
-        stream_id = event.get("stream_id")
-        lane = stream_id if isinstance(stream_id, str) else None
-        event_type = event.get("type")
-        if lane in self._between:
-            is_request_error = event_type == "error" and not isinstance(
-                event.get("sequence_number"), int
-            )
-            if event_type in ("response.created", "response.queued"):
-                self._between.discard(lane)
-            elif not is_request_error:
-                seq = event.get("sequence_number")
-                self.violations.append(
-                    Violation(
-                        "lifecycle.after_terminal",
-                        f"{event_type} after the response's terminal event",
-                        seq if isinstance(seq, int) else None,
-                    )
-                )
         routed = super().feed(event)
-        if isinstance(routed, ResponseAccumulator):
-            if not any(routed is seen for seen in self.seen):
-                self.seen.append(routed)
-            if routed.done:
-                self._between.add(lane)
+        if isinstance(routed, ResponseAccumulator) and not any(
+            routed is seen for seen in self.seen
+        ):
+            self.seen.append(routed)
         return routed
 
     def every_violation(self) -> list[Violation]:

@@ -26,6 +26,7 @@ from harness.protocol.events import (
     Event,
     missing_fields,
 )
+from harness.protocol.items import part_text
 from harness.protocol.state import (
     ITEM_TRANSITIONS,
     ItemPhase,
@@ -216,7 +217,7 @@ class ResponseAccumulator:
                 self._violate("event.schema", f"{event_type}: {', '.join(problems)}", event)
         self._check_sequence(event)
         if self.phase is Phase.DONE:
-            self._violate("lifecycle.after_terminal", f"{event_type} after the terminal", event)
+            self.after_terminal(event)
             return
         if event_type == "error":
             self._on_error(event)
@@ -224,6 +225,18 @@ class ResponseAccumulator:
             self._on_lifecycle(event_type, event)
         elif spec is not None or event_type.startswith("response."):
             self._on_output(event_type, event)
+
+    def after_terminal(self, event: Mapping[str, Any]) -> None:
+        """Record an event that came after this response's terminal (PROTOCOL.md §3.3).
+
+        `feed` calls it for events fed to this response; `StreamAccumulator` for the strays it
+        sees on the response's lane before the next `response.created`.
+        """
+        self._violate(
+            "lifecycle.after_terminal",
+            f"{event.get('type')} after the response's terminal event",
+            event,
+        )
 
     def output_items(self) -> list[dict[str, Any]]:
         """Finished output items, as the stream delivered them in output_item.done."""
@@ -493,7 +506,7 @@ class ResponseAccumulator:
             part.pieces.append(str(event.get("delta", "")))
         elif event_type.endswith("_part.done") or event_type == "response.content_part.done":
             raw = event.get("part")
-            text = _part_text(raw if isinstance(raw, dict) else {})
+            text = part_text(raw) or ""
             if part.done_text is not None and text != part.done_text:
                 self._violate("part.done_matches", "part text differs from the .done text", event)
         elif event_type.endswith(".done"):
@@ -523,7 +536,9 @@ class ResponseAccumulator:
         key = "content" if item.item_type == "message" else "summary"
         parts = final.get(key)
         texts = (
-            [_part_text(p) for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+            [part_text(p) or "" for p in parts if isinstance(p, dict)]
+            if isinstance(parts, list)
+            else []
         )
         streamed = [
             p.done_text if p.done_text is not None else "".join(p.pieces) for p in item.parts
@@ -532,11 +547,6 @@ class ResponseAccumulator:
             self._violate(
                 "item.done_matches", f"done item {key} differs from the streamed parts", event
             )
-
-
-def _part_text(part: Mapping[str, Any]) -> str:
-    text = part.get("text", part.get("refusal", ""))
-    return text if isinstance(text, str) else ""
 
 
 @dataclass(slots=True)
@@ -552,7 +562,9 @@ class StreamAccumulator:
     """Splits one connection's event stream into responses, per lane (`stream_id`).
 
     Within a lane responses never interleave (PROTOCOL.md §5.2); a `response.created` while the
-    lane's previous response is unfinished is reported as `conn.no_interleave`.
+    lane's previous response is unfinished is reported as `conn.no_interleave`, and an event
+    between a response's terminal and the next create as that response's
+    `lifecycle.after_terminal` (it still goes on to open a new response, which it cannot).
     """
 
     def __init__(
@@ -565,6 +577,7 @@ class StreamAccumulator:
         self.on_response = on_response
         self.current: dict[str | None, ResponseAccumulator] = {}
         self.finished: list[ResponseAccumulator] = []
+        self.ended: dict[str | None, ResponseAccumulator] = {}  # per lane, until the next create
         self.request_errors: list[RequestError] = []
         self.violations: list[Violation] = []
 
@@ -574,6 +587,7 @@ class StreamAccumulator:
         lane = stream_id if isinstance(stream_id, str) else None
         active = self.current.get(lane)
         event_type = event.get("type")
+        self._check_after_terminal(lane, event)
         if event_type == "error" and (
             active is None or not isinstance(event.get("sequence_number"), int)
         ):
@@ -600,10 +614,23 @@ class StreamAccumulator:
         active.feed(event)
         if active.phase is _DONE:
             del self.current[lane]
+            self.ended[lane] = active
             self.finished.append(active)
             if self.on_response is not None:
                 self.on_response(active)
         return active
+
+    def _check_after_terminal(self, lane: str | None, event: Mapping[str, Any]) -> None:
+        """A stray between a lane's terminal and its next create is the ended response's
+        `lifecycle.after_terminal` (a request-level error is not a stray)."""
+        ended = self.ended.get(lane)
+        event_type = event.get("type")
+        if ended is None:
+            return
+        if event_type in ("response.created", "response.queued"):
+            del self.ended[lane]
+        elif not (event_type == "error" and not isinstance(event.get("sequence_number"), int)):
+            ended.after_terminal(event)
 
     def _violate(self, rule_id: str, message: str) -> None:
         self.violations.append(Violation(rule_id, message))
