@@ -11,23 +11,14 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main as cli_main
-from harness.load import bench as bench_module
-from harness.load.bench import (
-    CUT_ERROR,
-    NOCACHE_VARIANT,
-    BenchConfig,
-    BenchRun,
-    Variant,
-    build_result,
-    derive_urls,
-    format_analysis,
-    format_failures,
-    format_table,
-    run_bench,
-    run_variants,
-    select_rollouts,
-)
+from harness.load import bench_config, commands
+from harness.load.bench_config import BenchConfig, select_rollouts
+from harness.load.bench_console import format_analysis, format_failures, format_table
+from harness.load.bench_result import CUT_ERROR, BenchRun, baseline_for, build_result
+from harness.load.bench_run import run_bench, run_variants
+from harness.load.commands import derive_urls
 from harness.load.replay import ReplayOptions
+from harness.load.variants import NOCACHE_VARIANT, Variant, build_variants
 from harness.report.bench_html import render_report
 from harness.results.histograms import MetricSet
 from harness.results.schema import load_result, validate_result
@@ -140,8 +131,6 @@ def test_target_urls_are_derived_like_the_sdk() -> None:
 
 
 def test_sweep_levels_compare_with_http_at_the_same_level() -> None:
-    from harness.load.bench import baseline_for
-
     names = ["ws-c1", "http-c1", "ws-c4", "http-c4", "ws", "http"]
     assert baseline_for("ws-c4", names) == "http-c4"
     assert baseline_for("http-c4", names) is None
@@ -195,7 +184,7 @@ def test_bad_input_is_one_line_and_exit_2_before_any_server_starts(
 def test_a_missing_bundled_corpus_says_how_to_get_it(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Installed without `-e`, the corpus beside the package is not there."""
     missing = str(tmp_path / "site-packages" / "traces" / "corpus")
-    monkeypatch.setattr(bench_module, "DEFAULT_TRACES", missing)
+    monkeypatch.setattr(bench_config, "DEFAULT_TRACES", missing)
     err = io.StringIO()
     assert run_bench(BenchConfig(traces=missing, out=str(tmp_path)), err=err) == 2
     message = err.getvalue()
@@ -295,11 +284,11 @@ def test_max_rollouts_replays_the_first_n_in_every_variant(tmp_path: Path) -> No
 
 def test_model_option_reaches_every_variant_and_the_results_config() -> None:
     parser = argparse.ArgumentParser()
-    bench_module.add_arguments(parser)
+    commands.add_arguments(parser)
     args = parser.parse_args(["--target", "ws://127.0.0.1:9/v1/responses", "--model", "m1"])
-    config = bench_module.config_from_args(args)
+    config = commands.config_from_args(args)
     assert config.to_json()["model"] == "m1"
-    variants = bench_module.build_variants(config, None)
+    variants = build_variants(config, None)
     assert variants and all(v.options.model == "m1" for v in variants)
 
 

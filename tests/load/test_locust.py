@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.load.bench import EmbeddedServer, metric_sets
+from harness.load.bench_result import metric_sets
+from harness.load.embedded_server import EmbeddedServer
 from harness.load.locust_glue import Collector, build_locust_result
 from harness.load.replay import ReplayOptions, replay_rollout
 from harness.report.board import build_rows, collect_inputs, load_runs

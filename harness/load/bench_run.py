@@ -1,0 +1,314 @@
+"""`wsmode bench` as a function: replay agent rollouts in every variant, compare them, write
+the results JSON and print the tables.
+
+With the default `BenchConfig` it starts the embedded reference server (`production-like`) in a
+child process, replays the default subset of the bundled corpus in `ws`, `http` and
+`http-chained` (interleaved: for each rollout every variant, in rotating order) plus
+`ws-nocache`, prints a table and writes a results JSON under `results/bench/<target>/`. The HTML
+report is the caller's (harness.report sits above this package): `run_bench` calls the
+`write_report` it is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.load.bench_config import (
+    BenchConfig,
+    check_config,
+    describe_bounds,
+    describe_schedule,
+    describe_subset,
+    describe_tool_time,
+    replayed_rollouts,
+    select_rollouts,
+)
+from harness.load.bench_console import Progress, format_analysis, format_failures, format_table
+from harness.load.bench_result import CUT_ERROR, BenchRun, build_result
+from harness.load.embedded_server import EmbeddedServer
+from harness.load.gc_policy import load_gc
+from harness.load.replay import HttpClientPool, RolloutResult, TurnResult, replay_rollout
+from harness.load.schedule import closed_loop, interleaved, open_loop
+from harness.load.variants import (
+    MAIN_SERVER,
+    NOCACHE_VARIANT,
+    Variant,
+    build_variants,
+    embedded_servers,
+)
+from harness.results.schema import utc_now_iso
+from harness.results.store import slug, write_result
+from harness.traces.format import Rollout, load_traces
+
+# writes the HTML report of a results document beside its JSON; returns the path written
+ReportWriter = Callable[[Mapping[str, Any], Path], Path]
+
+
+@dataclass(slots=True)
+class Replay:
+    """One job of a schedule: a rollout in a variant. `turns` collects its turns as they end, so
+    a replay cut at the duration limit keeps the turns it finished."""
+
+    rollout: Rollout
+    variant: Variant
+    turns: list[TurnResult] = field(default_factory=list)
+
+
+async def run_variants(
+    run: BenchRun, *, progress: TextIO | None = None, http_pool: HttpClientPool | None = None
+) -> list[RolloutResult]:
+    """Replay every (rollout, variant) pair with the configured schedule.
+
+    HTTP clients come from `http_pool`, filled here with one client per concurrent rollout and
+    HTTP variant before the first replay starts (building one stalls the event loop ~22 ms).
+    """
+    config = run.config
+    pairs = interleaved(run.rollouts, run.variants, repeats=config.repeats)
+    own_pool = http_pool is None
+    pool = http_pool if http_pool is not None else HttpClientPool()
+    levels = config.sweep_levels if config.schedule == "sweep" else ()
+    slots = max((config.concurrency, *levels))
+    for variant in run.variants:
+        if variant.mode != "ws":
+            pool.prefill(
+                variant.endpoint.for_mode(variant.mode),
+                variant.endpoint.api_key,
+                variant.options.turn_timeout_s,
+                min(slots, len(run.rollouts) * config.repeats),
+            )
+
+    async def runner(job: Replay, intended_ns: int | None) -> RolloutResult:
+        variant = job.variant
+        return await replay_rollout(
+            job.rollout,
+            variant.endpoint,
+            variant.options,
+            name=variant.name,
+            intended_start_ns=intended_ns,
+            http_pool=pool,
+            on_turn=job.turns.append,
+        )
+
+    try:
+        return await _schedule(run, pairs, runner, progress)
+    finally:
+        if own_pool:
+            await pool.aclose()
+
+
+async def _schedule(
+    run: BenchRun,
+    pairs: list[tuple[Rollout, Variant]],
+    runner: Callable[[Replay, int | None], Awaitable[RolloutResult]],
+    progress: TextIO | None,
+) -> list[RolloutResult]:
+    config = run.config
+    # pairs are interleaved (every variant per rollout), so a prefix of N x variants pairs
+    # replays the first N rollouts in every variant
+    variant_count = len({v.name for _, v in pairs})
+    max_jobs = config.max_rollouts * variant_count if config.max_rollouts is not None else None
+
+    def on_done(jobs: Sequence[Replay]) -> Progress | None:
+        totals = Counter(j.variant.name for j in jobs[:max_jobs])
+        return Progress(totals, progress) if progress is not None else None
+
+    def cut(job: Replay) -> RolloutResult:
+        return cut_result(job, config.duration_s)
+
+    bounds: dict[str, Any] = {"duration_s": config.duration_s, "max_jobs": max_jobs, "cut": cut}
+    if config.schedule == "sweep":
+        results: list[RolloutResult] = []
+        for level in config.sweep_levels:
+            jobs = [Replay(r, replace(v, name=f"{v.name}-c{level}")) for r, v in pairs]
+            results += await closed_loop(
+                jobs, runner, concurrency=level, on_done=on_done(jobs), **bounds
+            )
+        return results
+    jobs = [Replay(r, v) for r, v in pairs]
+    if config.schedule == "open":
+        return await open_loop(
+            jobs,
+            runner,
+            rate_per_s=config.rate_per_s,
+            seed=config.seed,
+            max_in_flight=config.concurrency,
+            on_done=on_done(jobs),
+            **bounds,
+        )
+    return await closed_loop(
+        jobs, runner, concurrency=config.concurrency, on_done=on_done(jobs), **bounds
+    )
+
+
+def cut_result(job: Replay, limit_s: float | None) -> RolloutResult:
+    """A replay cancelled at the duration limit: a failed rollout, so it is counted and kept out
+    of the rollout latencies. The turns it finished stay (measured like any failed rollout's ok
+    turns); the turn it was in becomes a failed turn carrying the error (turn error rates count
+    it)."""
+    error = f"{CUT_ERROR} ({limit_s:g} s)" if limit_s is not None else CUT_ERROR
+    rollout, name = job.rollout, job.variant.name
+    index = job.turns[-1].turn_index + 1 if job.turns else 0
+    return RolloutResult(
+        rollout.id,
+        name,
+        job.variant.mode,
+        turns=[*job.turns, TurnResult(rollout.id, name, index, False, error)],
+        ok=False,
+        error=error,
+        time_scale=job.variant.options.time_scale,
+    )
+
+
+async def warm_up(
+    variants: Sequence[Variant], rollout: Rollout, http_pool: HttpClientPool | None = None
+) -> None:
+    """One unrecorded turn per variant: first connections, imports and caches out of the way."""
+    for variant in variants:
+        options = replace(variant.options, max_turns=1, time_scale=0.0)
+        await replay_rollout(
+            rollout, variant.endpoint, options, name=variant.name, http_pool=http_pool
+        )
+
+
+async def _warm_up_and_replay(run: BenchRun, err: TextIO) -> None:
+    pool = HttpClientPool()
+    try:
+        if run.rollouts:
+            await warm_up(run.variants, run.rollouts[0], pool)
+        run.results = await run_variants(run, progress=err, http_pool=pool)
+    finally:
+        await pool.aclose()
+
+
+# -- the whole run ---------------------------------------------------------------------------
+def usage_error(err: TextIO, message: str) -> int:
+    """`wsmode bench: <message>` on one line, whatever the message; exit status 2."""
+    err.write(f"wsmode bench: {' '.join(message.split())}\n")
+    return 2
+
+
+@dataclass(frozen=True, slots=True)
+class RunWords:
+    """The run described in words, for the header, the summary and the results notes."""
+
+    subset: str
+    tool_time: str
+    schedule: str  # with the bounds, if any
+    bounds: str | None
+
+    @classmethod
+    def of(cls, config: BenchConfig, replayed: Sequence[Rollout], corpus_size: int) -> RunWords:
+        bounds = describe_bounds(config)
+        schedule = describe_schedule(config) + (f"; {bounds}" if bounds else "")
+        subset = describe_subset(replayed, corpus_size, config)
+        return cls(subset, describe_tool_time(config), schedule, bounds)
+
+    def header(self, config: BenchConfig) -> str:
+        extra = (
+            " + ablation"
+            if config.ablation
+            else f" + {NOCACHE_VARIANT} (ablation variant: connection cache off)"
+            if config.with_nocache
+            else ""
+        )
+        return (
+            f"wsmode bench: {self.subset}; modes {', '.join(config.modes)}{extra}; "
+            f"{self.schedule}; {self.tool_time}; end-to-end figures count tool time at its "
+            "recorded value\n"
+        )
+
+    def notes(self, config: BenchConfig) -> list[str]:
+        notes = [
+            self.subset,
+            self.tool_time + "; e2e = wall - waited tool time + recorded tool time",
+        ]
+        if self.bounds:
+            notes.append(self.bounds)
+        if config.embedded:
+            notes.append("each variant replays as its own tenant (separate prefix cache)")
+        return notes
+
+
+def run_bench(
+    config: BenchConfig,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    write_report: ReportWriter | None = None,
+) -> int:
+    """The whole run; exit status 0, 1 (a rollout failed for another reason than the duration
+    limit), 2 (bad input, before any server starts) or 130 (interrupted)."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    try:  # every input checked and the traces loaded before any server starts
+        check_config(config)
+        corpus = load_traces(config.traces)
+        rollouts = select_rollouts(corpus, config)
+    except ValueError as exc:  # TraceFormatError is one
+        return usage_error(err, str(exc))
+    except OSError as exc:  # reading the traces
+        return usage_error(err, f"{exc.filename or config.traces}: {exc.strerror or exc}")
+    if not rollouts:
+        return usage_error(err, "no rollouts selected")
+    words = RunWords.of(config, replayed_rollouts(rollouts, config), len(corpus))
+    err.write(words.header(config))
+    try:
+        run = _replay(config, rollouts, words, err)
+    except KeyboardInterrupt:
+        err.write("interrupted\n")
+        return 130
+    result = build_result(run)
+    path = write_result(config.out, result)
+    _print_summary(out, run, result, words)
+    out.write(f"\nresults: {path}\n")
+    if config.html and write_report is not None:
+        out.write(f"report:  {write_report(result, path.with_suffix('.html'))}\n")
+    return 1 if run.real_failures() else 0
+
+
+def _replay(config: BenchConfig, rollouts: list[Rollout], words: RunWords, err: TextIO) -> BenchRun:
+    """Start the servers (embedded target), replay every variant, stop them; the finished run."""
+    started_at = utc_now_iso()
+    t0 = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        servers: dict[str, EmbeddedServer] | None = None
+        if config.embedded:
+            err.write(f"starting the embedded reference server (profile {config.profile}) ...\n")
+            servers = stack.enter_context(embedded_servers(config))
+            target_name, target_url = "reference", servers[MAIN_SERVER].ws_url
+        else:
+            target_url = config.target or config.http_target or ""
+            target_name = config.name or slug(re.sub(r"^\w+://", "", target_url))
+        variants = build_variants(config, servers)
+        run = BenchRun(config, variants, rollouts, target_name=target_name, target_url=target_url)
+        run.started_at = started_at
+        run.notes.extend(words.notes(config))
+        with load_gc():
+            asyncio.run(_warm_up_and_replay(run, err))
+    run.elapsed_s = time.monotonic() - t0
+    return run
+
+
+def _print_summary(out: TextIO, run: BenchRun, result: Mapping[str, Any], words: RunWords) -> None:
+    config = run.config
+    profile = config.profile if config.embedded else "(target)"
+    out.write(
+        f"\nwsmode bench: {words.subset}; {words.schedule}; {words.tool_time}; profile "
+        f"{profile}; {run.elapsed_s:.0f} s\n\n"
+    )
+    out.write(format_table(result) + "\n")
+    failures = format_failures(result)
+    if failures:
+        out.write("\n" + failures + "\n")
+    analysis = format_analysis(result)
+    if analysis:
+        out.write("\n" + analysis + "\n")
