@@ -1,4 +1,7 @@
-"""Benchmark plumbing: run a server in a subprocess, so client and server never share a GIL."""
+"""Benchmark plumbing: a bare echo server in a subprocess, so client and server never share a GIL.
+
+The reference server in a subprocess is harness.load.embedded_server.EmbeddedServer.
+"""
 
 from __future__ import annotations
 
@@ -6,42 +9,14 @@ import contextlib
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
-
-import httpx
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def reference_server(*args: str) -> Iterator[int]:
-    """`wsmode serve` on a free loopback port with a temp data dir; yields the port."""
-    port = free_port()
-    with tempfile.TemporaryDirectory() as data_dir:
-        command = [
-            sys.executable,
-            "-m",
-            "harness.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            data_dir,
-            *args,
-        ]
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-        try:
-            _wait_healthy(port)
-            yield port
-        finally:
-            process.terminate()
-            process.wait(15)
 
 
 @contextlib.contextmanager
@@ -66,13 +41,3 @@ def echo_server() -> Iterator[int]:
     finally:
         process.terminate()
         process.wait(15)
-
-
-def _wait_healthy(port: int) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200:
-                return
-        time.sleep(0.05)
-    raise RuntimeError("reference server did not become healthy")

@@ -26,13 +26,14 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
+from harness.load.embedded_server import EmbeddedServer
 from harness.transport.exchange import sse_exchange, ws_exchange
 from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient
 from reference_server.cost_profiles import load_cost_profile
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _servers import echo_server, reference_server
+from _servers import echo_server
 
 TIMEOUT_S = 120.0
 
@@ -102,12 +103,12 @@ def decode_rates(profiles_dir: Path) -> list[tuple[str, float]]:
         ("spark-1000tps", 1000.0, 4000),
         ("burst-4000tps", 4000.0, 12000),
     ):
-        with reference_server("--profile", steady_profile(name, profiles_dir)) as port:
-            url = f"ws://127.0.0.1:{port}/v1/responses"
+        with EmbeddedServer(profile=steady_profile(name, profiles_dir)) as ref:
+            url = ref.ws_url
             rate = asyncio.run(one_stream_rate(url, tokens))
             rows.append((f"1 stream @ {configured:.0f} tok/s", rate / configured))
-    with reference_server("--profile", steady_profile("spark-1000tps", profiles_dir)) as port:
-        url = f"ws://127.0.0.1:{port}/v1/responses"
+    with EmbeddedServer(profile=steady_profile("spark-1000tps", profiles_dir)) as ref:
+        url = ref.ws_url
 
         async def many() -> list[float]:
             return list(await asyncio.gather(*(one_stream_rate(url, 3000) for _ in range(16))))
@@ -198,11 +199,11 @@ async def http_overheads(
 def api_overhead(profiles_dir: Path) -> dict[tuple[str, int], tuple[float, float]]:
     """Median (client-measured, server-stamped) API overhead per mode and history size."""
     medians = {}
-    with reference_server("--profile", constant_inference_profile(profiles_dir)) as port:
+    with EmbeddedServer(profile=constant_inference_profile(profiles_dir)) as ref:
         for size in (1_000, 100_000):
             base = history(size)
-            ws = asyncio.run(ws_overheads(f"ws://127.0.0.1:{port}/v1/responses", base, 15))
-            http = asyncio.run(http_overheads(f"http://127.0.0.1:{port}/v1", base, 15))
+            ws = asyncio.run(ws_overheads(ref.ws_url, base, 15))
+            http = asyncio.run(http_overheads(ref.http_url, base, 15))
             for mode, samples in (("ws", ws), ("http", http)):
                 client, server = zip(*samples, strict=True)
                 medians[(mode, size)] = (statistics.median(client), statistics.median(server))
@@ -252,10 +253,8 @@ async def echo_rtts(port: int, frame_bytes: int, turns: int) -> list[float]:
 
 
 def continuation_vs_echo() -> tuple[float, float]:
-    with reference_server("--profile", "zero") as port:
-        ttfts, frame_bytes = asyncio.run(
-            continuation_ttfts(f"ws://127.0.0.1:{port}/v1/responses", 300)
-        )
+    with EmbeddedServer(profile="zero") as ref:
+        ttfts, frame_bytes = asyncio.run(continuation_ttfts(ref.ws_url, 300))
     with echo_server() as port:
         echoes = asyncio.run(echo_rtts(port, frame_bytes, 300))
     return statistics.median(ttfts[20:]), statistics.median(echoes[20:])
