@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -133,3 +134,33 @@ def test_http_client_pool_hands_out_one_client_per_rollout_and_reuses_it(tmp_pat
     with reference_server(tmp_path / "d") as srv:
         size, oks = run(scenario(endpoint(srv)))
     assert size == 1 and all(oks)
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at any depth (lazy imports inside functions included)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_load_modules_import_neither_the_report_package_nor_a_cli_module() -> None:
+    """Only the CLI layer (load/commands.py) may reach up to harness.report."""
+    load_dir = Path(__file__).resolve().parents[2] / "harness" / "load"
+    for path in sorted(load_dir.glob("*.py")):
+        if path.name == "commands.py":
+            continue
+        imported = _imported_modules(path)
+        upward = {
+            name
+            for name in imported
+            if name.startswith("harness.report")
+            or name == "harness.cli"
+            or name.endswith(".commands")
+        }
+        assert not upward, f"{path.name} imports {sorted(upward)}"
