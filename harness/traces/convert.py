@@ -33,6 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harness.protocol.items import part_text, summary_text
 from harness.traces.format import (
     JSONObject,
     OutputSpec,
@@ -55,6 +56,7 @@ ABORTED_OUTPUT = "aborted"
 
 # Responses item types codex records that have no place in a replayable trace (hosted tools,
 # snapshots, compaction blobs); they are skipped and counted in meta["skipped_items"].
+_IMAGE_PARTS = ("input_image", "image_url")
 _CODEX_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _CODEX_CALL_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
@@ -247,12 +249,11 @@ def _text_of(content: Any, where: _Where, sub: str) -> str:
         )
     texts: list[str] = []
     for part in content:
-        if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif isinstance(part, Mapping) and part.get("type") in ("input_image", "image_url"):
-            texts.append("[image]")
-        elif isinstance(part, str):
-            texts.append(part)
+        text = part_text(part)  # the protocol core's reading of a part
+        if text is None and isinstance(part, Mapping) and part.get("type") in _IMAGE_PARTS:
+            text = "[image]"  # a trace's text cannot carry the image itself
+        if text is not None:
+            texts.append(text)
     return "".join(texts)
 
 
@@ -294,8 +295,7 @@ def _codex_item(
         summary = item.get("summary") or []
         if not isinstance(summary, list):
             raise where.error(f"expected a list of summary parts, got {_show(summary)}", ".summary")
-        text = "\n\n".join(_text_of([part], where, ".summary") for part in summary)
-        builder.add_output(OutputSpec.reasoning(text, 0), when, where)
+        builder.add_output(OutputSpec.reasoning(summary_text(item), 0), when, where)
     elif kind in _CODEX_CALLS:
         call_id = item.get("call_id") or item.get("id")
         if not isinstance(call_id, str) or not call_id:

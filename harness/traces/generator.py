@@ -429,10 +429,7 @@ def _generate(
                 tool_wait_ms=round(wait_ms, 1),
             )
         )
-        for out in outputs:
-            item = out.history_item()
-            if item is not None:
-                context += estimate_item_tokens(item)
+        context += sum(estimate_item_tokens(i) for i in turns[-1].history_outputs())
         # the client runs the tools: outputs for the next turn
         pending_input = []
         for c in calls:
