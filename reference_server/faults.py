@@ -3,43 +3,112 @@
 Two kinds: *event faults* rewrite the events of a response on their way out (after the emitter's
 self-check, so the emitter stays honest), and *behaviour faults* switch a server mechanism to a
 wrong variant at the one place that mechanism lives (the session, the cache, the resolver).
+
+`Faults` has one flag per fault; its field names are the CLI names with `_` for `-`, and each
+field carries its kind and what it breaks, so the tables below are derived, never retyped.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterable
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, Literal
 
 from harness.protocol.events import Event
 
-EVENT_FAULTS: Final[dict[str, str]] = {
-    "skip-sequence-number": "sequence_number jumps by 2 after the third event",
-    "missing-created": "response.created is never sent",
-    "delta-after-done": "an extra output_text.delta follows output_text.done",
-    "done-text-mismatch": "output_text.done carries text that differs from the deltas",
-    "double-terminal": "the terminal event is sent twice",
-    "response-id-changes": "the terminal event carries a different response id",
-    "missing-usage": "the terminal response has no usage",
-    "flat-error": "error events are flat instead of nesting {type, code, message, param}",
-    "wrong-output-index": "output_item.added announces output_index 1 for the first item",
-    "item-done-mismatch": "output_item.done carries content that differs from the stream",
-}
+FaultKind = Literal["event", "behaviour"]
+_TERMINAL_TYPES: Final = ("response.completed", "response.incomplete", "response.failed")
 
-BEHAVIOUR_FAULTS: Final[dict[str, str]] = {
-    "close-on-request-error": "the socket is closed after a request-scoped error",
-    "interleave-queued": "queued creates run concurrently and their events interleave",
-    "shared-cache": "one connection cache is shared by every connection",
-    "no-failure-eviction": "a failed continuation does not evict its parent",
-    "cache-fifo": "the connection cache evicts in insertion order instead of LRU",
-    "store-false-persisted": "store=false responses are written to disk and hydrate",
-    "ignore-lifetime": "the connection lifetime limit is never enforced",
-    "inherit-instructions": "instructions are inherited through previous_response_id",
-    "reject-stream-field": "a response.create carrying stream:true is refused",
-    "accept-background": "background:true is accepted over WebSocket",
-    "drop-queued": "creates sent while one is in flight are silently dropped",
-}
 
+def _fault(kind: FaultKind, what: str) -> bool:
+    return dataclasses.field(default=False, metadata={"kind": kind, "what": what})
+
+
+@dataclass(frozen=True, slots=True)
+class Faults:
+    """The active faults; each mechanism consults its own flag where it lives."""
+
+    # -- event faults: applied by EventFaults to every outgoing event of a response --------
+    skip_sequence_number: bool = _fault("event", "sequence_number jumps by 2 after the third event")
+    missing_created: bool = _fault("event", "response.created is never sent")
+    delta_after_done: bool = _fault("event", "an extra output_text.delta follows output_text.done")
+    done_text_mismatch: bool = _fault(
+        "event", "output_text.done carries text that differs from the deltas"
+    )
+    double_terminal: bool = _fault("event", "the terminal event is sent twice")
+    response_id_changes: bool = _fault(
+        "event", "the terminal event carries a different response id"
+    )
+    missing_usage: bool = _fault("event", "the terminal response has no usage")
+    flat_error: bool = _fault(
+        "event", "error events are flat instead of nesting {type, code, message, param}"
+    )
+    wrong_output_index: bool = _fault(
+        "event", "output_item.added announces output_index 1 for the first item"
+    )
+    item_done_mismatch: bool = _fault(
+        "event", "output_item.done carries content that differs from the stream"
+    )
+    # -- behaviour faults: consulted by the session, the services, the turn pipeline -------
+    close_on_request_error: bool = _fault(
+        "behaviour", "the socket is closed after a request-scoped error"
+    )
+    interleave_queued: bool = _fault(
+        "behaviour", "queued creates run concurrently and their events interleave"
+    )
+    shared_cache: bool = _fault("behaviour", "one connection cache is shared by every connection")
+    no_failure_eviction: bool = _fault(
+        "behaviour", "a failed continuation does not evict its parent"
+    )
+    cache_fifo: bool = _fault(
+        "behaviour", "the connection cache evicts in insertion order instead of LRU"
+    )
+    store_false_persisted: bool = _fault(
+        "behaviour", "store=false responses are written to disk and hydrate"
+    )
+    ignore_lifetime: bool = _fault("behaviour", "the connection lifetime limit is never enforced")
+    inherit_instructions: bool = _fault(
+        "behaviour", "instructions are inherited through previous_response_id"
+    )
+    reject_stream_field: bool = _fault(
+        "behaviour", "a response.create carrying stream:true is refused"
+    )
+    accept_background: bool = _fault("behaviour", "background:true is accepted over WebSocket")
+    drop_queued: bool = _fault(
+        "behaviour", "creates sent while one is in flight are silently dropped"
+    )
+
+    @classmethod
+    def from_names(cls, names: Iterable[str]) -> Faults:
+        """The flags for `names`; names that are no fault (a test's own switches) are ignored."""
+        chosen = frozenset(names)
+        return cls(**{f.name: _cli_name(f.name) in chosen for f in dataclasses.fields(cls)})
+
+    @property
+    def rewrites_events(self) -> bool:
+        return any(getattr(self, _field_name(name)) for name in EVENT_FAULTS)
+
+
+def _cli_name(field_name: str) -> str:
+    return field_name.replace("_", "-")
+
+
+def _field_name(cli_name: str) -> str:
+    return cli_name.replace("-", "_")
+
+
+def _table(kind: FaultKind) -> dict[str, str]:
+    return {
+        _cli_name(f.name): str(f.metadata["what"])
+        for f in dataclasses.fields(Faults)
+        if f.metadata["kind"] == kind
+    }
+
+
+EVENT_FAULTS: Final[dict[str, str]] = _table("event")
+BEHAVIOUR_FAULTS: Final[dict[str, str]] = _table("behaviour")
 ALL_FAULTS: Final[dict[str, str]] = {**EVENT_FAULTS, **BEHAVIOUR_FAULTS}
 
 
@@ -54,42 +123,43 @@ def check_fault_names(names: Iterable[str]) -> frozenset[str]:
 class EventFaults:
     """Rewrites one response's outgoing events according to the active event faults."""
 
-    def __init__(self, faults: frozenset[str]) -> None:
-        self.faults = faults & EVENT_FAULTS.keys()
+    def __init__(self, faults: Faults) -> None:
+        self.faults = faults
+        self._active = faults.rewrites_events
         self._text_done_seen = False
 
     def __bool__(self) -> bool:
-        return bool(self.faults)
+        return self._active
 
     def apply(self, event: Event) -> list[Event]:
-        if not self.faults:
+        if not self._active:
             return [event]
         event = copy.deepcopy(event)
         kind = event.get("type")
         faults = self.faults
         seq = event.get("sequence_number")
-        if "skip-sequence-number" in faults and isinstance(seq, int) and seq >= 3:
+        if faults.skip_sequence_number and isinstance(seq, int) and seq >= 3:
             event["sequence_number"] = seq + 1
-        if "missing-created" in faults and kind == "response.created":
+        if faults.missing_created and kind == "response.created":
             return []
-        if "wrong-output-index" in faults and "output_index" in event:
+        if faults.wrong_output_index and "output_index" in event:
             event["output_index"] += 1
-        if "done-text-mismatch" in faults and kind == "response.output_text.done":
+        if faults.done_text_mismatch and kind == "response.output_text.done":
             event["text"] += " (altered)"
-        if "item-done-mismatch" in faults and kind == "response.output_item.done":
+        if faults.item_done_mismatch and kind == "response.output_item.done":
             _alter_item(event["item"])
-        if kind in ("response.completed", "response.incomplete", "response.failed"):
+        if kind in _TERMINAL_TYPES:
             response: dict[str, Any] = event["response"]
-            if "response-id-changes" in faults:
+            if faults.response_id_changes:
                 response["id"] = response["id"] + "x"
-            if "missing-usage" in faults:
+            if faults.missing_usage:
                 response["usage"] = None
-            if "double-terminal" in faults:
+            if faults.double_terminal:
                 return [event, copy.deepcopy(event)]
-        if "flat-error" in faults and kind == "error":
+        if faults.flat_error and kind == "error":
             return [flatten_error(event)]
         out = [event]
-        if "delta-after-done" in faults and kind == "response.output_text.done":
+        if faults.delta_after_done and kind == "response.output_text.done":
             if not self._text_done_seen:
                 extra = {k: v for k, v in event.items() if k != "text"}
                 extra.update(type="response.output_text.delta", delta="!")

@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 
 from harness.protocol.cache import ResponseCache
 from reference_server.config import ServerConfig
-from reference_server.conversation import Conversation, PrefixCache
+from reference_server.conversation import Conversation
 from reference_server.cost_profiles import Profile, load_cost_profile
 from reference_server.engine import Engine
+from reference_server.faults import Faults
 from reference_server.metrics import ServerMetrics
 from reference_server.persistence import Persistence
+from reference_server.pipeline.prefix import PrefixCache
 from reference_server.response_store import ResponseStore
 
 
@@ -27,6 +29,7 @@ class Services:
     persistence: Persistence
     prefix_cache: PrefixCache = field(default_factory=PrefixCache)
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
+    faults: Faults = field(default_factory=Faults)  # the typed view of `config.faults`
     # Only the `shared-cache` fault uses this: one cache for every connection (a bug on purpose).
     shared_cache: ResponseCache[Conversation] | None = None
 
@@ -38,10 +41,9 @@ class Services:
             retention_s=config.store_retention_s,
             max_bytes=config.store_max_bytes,
         )
-        services = cls(config, profile, Engine(profile, config.seed), Persistence(store))
-        if "shared-cache" in config.faults:
+        faults = Faults.from_names(config.faults)
+        engine = Engine(profile, config.seed)
+        services = cls(config, profile, engine, Persistence(store), faults=faults)
+        if faults.shared_cache:
             services.shared_cache = ResponseCache(config.cache)
         return services
-
-    def has_fault(self, name: str) -> bool:
-        return name in self.config.faults

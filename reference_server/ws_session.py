@@ -37,7 +37,8 @@ from reference_server.connection import StampedServerConnection
 from reference_server.conversation import Conversation
 from reference_server.faults import flatten_error
 from reference_server.services import Services
-from reference_server.turn import RequestRefused, TurnContext, TurnRunner
+from reference_server.pipeline.refusals import RequestRefused
+from reference_server.turn import TurnContext, TurnRunner
 
 # websockets waits for the transport to drain only above its write limit (32 KiB by default), so
 # a send that keeps the buffer below it returns at once and needs no timer (a timer per event
@@ -72,6 +73,7 @@ class WebSocketSession:
     def __init__(self, services: Services, ws: StampedServerConnection, tenant: str) -> None:
         self.services = services
         self.config = services.config
+        self.faults = services.faults
         self.ws = ws
         self.tenant = tenant
         self.runner = TurnRunner(services)
@@ -87,7 +89,7 @@ class WebSocketSession:
         metrics.connections += 1
         metrics.inc("wsmode_connections_total")
         lifetime = None
-        if "ignore-lifetime" not in self.config.faults:
+        if not self.faults.ignore_lifetime:
             lifetime = asyncio.get_running_loop().call_later(
                 self.config.limits.connection_lifetime_s, self._on_lifetime_elapsed
             )
@@ -113,7 +115,7 @@ class WebSocketSession:
         return all(lane.waiting == 0 for lane in self.lanes.values())
 
     def _expired(self) -> bool:
-        if "ignore-lifetime" in self.config.faults:
+        if self.faults.ignore_lifetime:
             return False
         return time.monotonic() - self.opened_at >= self.config.limits.connection_lifetime_s
 
@@ -158,7 +160,7 @@ class WebSocketSession:
             await self.send_error(exc.error, None)
             return True
         # The accept-background fault parses as HTTP would, where background is allowed.
-        transport: Transport = "http" if "accept-background" in self.config.faults else "ws"
+        transport: Transport = "http" if self.faults.accept_background else "ws"
         try:
             request = parse_create(body, transport=transport)
         except InvalidRequest as exc:
@@ -167,7 +169,7 @@ class WebSocketSession:
         if self._expired():
             await self._close_for_lifetime()
             return False
-        if request.stream and "reject-stream-field" in self.config.faults:
+        if request.stream and self.faults.reject_stream_field:
             await self.send_error(
                 errors.invalid_request("Unknown parameter: 'stream'.", param="stream"), None
             )
@@ -193,15 +195,14 @@ class WebSocketSession:
         return lane
 
     async def _enqueue(self, pending: _Pending) -> bool:
-        faults = self.config.faults
         lane = self._lane(pending.request.stream_id)
         if isinstance(lane, ApiError):
             await self.send_error(lane, pending.request.stream_id)
             return True
-        if "interleave-queued" in faults:
+        if self.faults.interleave_queued:
             self._spawn(self._run_one(lane, pending))
             return True
-        if "drop-queued" in faults and lane.waiting:
+        if self.faults.drop_queued and lane.waiting:
             return True
         if lane.waiting > self.config.limits.max_pending_per_connection:
             error = errors.queue_full(self.config.limits.max_pending_per_connection)
@@ -236,7 +237,7 @@ class WebSocketSession:
             await self.runner.run(pending.request, ctx, self.send)
         except RequestRefused as refused:
             await self.send_error(refused.error, pending.request.stream_id)
-            if "close-on-request-error" in self.config.faults:
+            if self.faults.close_on_request_error:
                 await self.ws.close(CloseCode.POLICY_VIOLATION, "request error")
                 return False
         except ClientGone:
@@ -264,7 +265,7 @@ class WebSocketSession:
 
     def _error_event(self, error: ApiError, stream_id: str | None) -> Event:
         event = error.to_event(stream_id=stream_id)
-        return flatten_error(event) if "flat-error" in self.config.faults else event
+        return flatten_error(event) if self.faults.flat_error else event
 
     async def send_error(self, error: ApiError, stream_id: str | None) -> None:
         self.services.metrics.inc("wsmode_request_errors_total", code=str(error.code or error.type))

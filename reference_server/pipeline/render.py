@@ -124,6 +124,10 @@ class Rendering:
             return self
         return Rendering(self.chunks + new, self.token_count + sum(map(len, new)))
 
+    def tail_token_count(self, item_count: int) -> int:
+        """Tokens of the last ``item_count`` items."""
+        return sum(map(len, self.chunks[len(self.chunks) - item_count :]))
+
     def tokens(self) -> list[int]:
         """All tokens, flattened (for equality checks and tests)."""
         return list(chain.from_iterable(self.chunks))

@@ -1,0 +1,172 @@
+"""The engine stage: plan the response, then emit its tokens on the decode schedule.
+
+The engine's plan fixes the output and its timing (queue + prefill on the uncached tokens, then
+the profile's decode rate); emission sends token i at t0 + ttft + i/tps, and a late wake-up
+sends every due token as one delta, so the achieved rate matches the configured one
+(ARCHITECTURE.md §3). A message the output classifier flags is cut before its text and ends the
+response `incomplete` (content_filter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness.protocol import errors
+from harness.protocol.emitter import ResponseEmitter
+from harness.protocol.events import Event
+from harness.protocol.requests import CreateRequest
+from reference_server.emission import TokenSchedule
+from reference_server.engine import Engine, GenerationPlan, PlanError, PlannedItem
+from reference_server.metrics import ServerMetrics
+from reference_server.pipeline.outbox import Outbox
+from reference_server.pipeline.refusals import RequestRefused
+from reference_server.pipeline.safety import classify_output
+from reference_server.services import new_id
+
+Status = Literal["completed", "incomplete", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    status: Status  # completed, or incomplete (truncated or content filter)
+    first_output_at: float | None  # perf_counter() when the first output item began
+
+
+def seed_material(request: CreateRequest) -> str:
+    """What seeds a turn's random draws (content, jitter, bursts), the same on every transport.
+
+    A scripted turn is identified by its script, anything else by its newest input item: never
+    by the whole input, which differs between a WebSocket continuation (new items only) and its
+    stateless HTTP twin (full history), so paired replays get identical draws.
+    """
+    seed = request.seed if request.seed is not None else 0
+    basis: Any = request.script if request.script is not None else request.input[-1:]
+    digest = hashlib.sha256(json.dumps(basis, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{seed}:{request.model}:{digest}"
+
+
+def plan_response(
+    engine: Engine,
+    request: CreateRequest,
+    *,
+    seed_material: str,
+    prompt_tokens: int,
+    cached_tokens: int,
+    output_limit_tokens: int,
+) -> GenerationPlan:
+    """The engine's plan; raises RequestRefused for a request it cannot plan (a bad script)."""
+    try:
+        if not request.generate:  # a warm-up: no output, the prompt is prefilled
+            return engine.plan(
+                seed_material=seed_material,
+                input_tokens=prompt_tokens,
+                cached_tokens=cached_tokens,
+                script=[],
+            )
+        max_output = min(request.max_output_tokens or output_limit_tokens, output_limit_tokens)
+        return engine.plan(
+            seed_material=seed_material,
+            input_tokens=prompt_tokens,
+            cached_tokens=cached_tokens,
+            tools=request.tools,
+            tool_choice=request.tool_choice,
+            parallel_tool_calls=request.parallel_tool_calls,
+            max_output_tokens=max_output,
+            reasoning_effort=request.reasoning_effort,
+            script=request.script,
+        )
+    except PlanError as exc:
+        raise RequestRefused(errors.invalid_request(str(exc), param="wsmode.script")) from None
+
+
+async def decode(
+    plan: GenerationPlan,
+    emitter: ResponseEmitter,
+    out: Outbox,
+    engine_start: float,
+    metrics: ServerMetrics,
+) -> Decoded:
+    """Emit the plan's items on the token schedule; due tokens coalesce into one delta."""
+    schedule = TokenSchedule(
+        start_s=engine_start,
+        ttft_s=plan.ttft_s,
+        tokens_per_s=plan.decode_tokens_per_s,
+        total_tokens=plan.output_tokens,
+    )
+    if schedule.first_due_s > time.perf_counter():
+        await out.emit([])  # flush what is held: the client sees the response start meanwhile
+        await _sleep_until(schedule.first_due_s)
+    emitted = 0
+    first_output_at: float | None = None
+    for item in plan.items:
+        if first_output_at is None:
+            first_output_at = time.perf_counter()
+        filtered = item.kind == "message" and classify_output(item.text).blocked
+        emitted = await _emit_item(item, filtered, emitter, out, schedule, emitted)
+        if filtered:
+            return Decoded("incomplete", first_output_at)
+    metrics.record_tokens(emitted)
+    return Decoded("incomplete" if plan.truncated else "completed", first_output_at)
+
+
+async def _emit_item(
+    item: PlannedItem,
+    filtered: bool,
+    emitter: ResponseEmitter,
+    out: Outbox,
+    schedule: TokenSchedule,
+    emitted: int,
+) -> int:
+    if item.kind == "reasoning":
+        await out.emit(emitter.begin_reasoning(new_id("rs")))
+        emitted += item.hidden_tokens  # hidden reasoning takes decode time, shows nothing
+        emitted = await _stream(item.summary_pieces, emitter.summary_delta, out, schedule, emitted)
+        await out.emit(emitter.end_reasoning())
+    elif item.kind == "function_call":
+        item_id = new_id("fc")
+        call_id = item.call_id or new_id("call")
+        await out.emit(emitter.begin_function_call(item_id, call_id, item.name or ""))
+        emitted = await _stream(item.pieces, emitter.arguments_delta, out, schedule, emitted)
+        await out.emit(emitter.end_function_call())
+    else:
+        await out.emit(emitter.begin_message(new_id("msg"), refusal=item.refusal))
+        if filtered:
+            return emitted  # content filter: the message is cut before any text
+        emitted = await _stream(item.pieces, emitter.text_delta, out, schedule, emitted)
+        await out.emit(emitter.end_message())
+    return emitted
+
+
+async def _stream(
+    pieces: Sequence[str],
+    make_delta: Callable[[str], Event],
+    out: Outbox,
+    schedule: TokenSchedule,
+    emitted: int,
+) -> int:
+    """Send `pieces` as deltas when due; a late wake-up sends every due piece as one delta."""
+    index = 0
+    while index < len(pieces):
+        due = schedule.due_count(time.perf_counter()) - emitted
+        if due <= 0:
+            next_due = schedule.next_due_s(emitted)
+            if next_due is not None:
+                await _sleep_until(next_due)
+            continue
+        take = min(due, len(pieces) - index)
+        await out.emit(make_delta("".join(pieces[index : index + take])))
+        index += take
+        emitted += take
+    return emitted
+
+
+async def _sleep_until(deadline: float) -> None:
+    delay = deadline - time.perf_counter()
+    if delay > 0:
+        await asyncio.sleep(delay)

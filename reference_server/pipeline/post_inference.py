@@ -1,0 +1,39 @@
+"""Post-inference: billing and the store write, off the critical path with `async_post`.
+
+The record is staged before the terminal event goes out, so a client that reads the stored
+response right after the terminal finds it (PROTOCOL.md §5.1 on store=true); the slow durable
+commit and the billing hop run after it (or before it, on the path, with `async_post` off).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from reference_server.conversation import Conversation
+from reference_server.services import Services
+
+
+async def post_inference(
+    entry: Conversation, *, storing: bool, off_path: bool, services: Services
+) -> None:
+    if storing:
+        record = {
+            "response": entry.response,
+            "items": list(entry.items),
+            "size_bytes": entry.size_bytes,
+        }
+        services.persistence.stage(entry.tenant, entry.response_id, record)
+    work = _bill_and_store(entry, storing, services)
+    if off_path:
+        services.persistence.spawn(work)
+    else:
+        await work
+
+
+async def _bill_and_store(entry: Conversation, storing: bool, services: Services) -> None:
+    profile = services.profile
+    await asyncio.sleep(profile.stage_cost_s("billing", 1))
+    services.metrics.inc("wsmode_billed_tokens_total", entry.response["usage"]["total_tokens"])
+    if storing:
+        await asyncio.sleep(profile.stage_cost_s("store_write", 1))
+        await services.persistence.commit(entry.tenant, entry.response_id)

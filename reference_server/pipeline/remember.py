@@ -1,0 +1,67 @@
+"""The last stage on the critical path: the turn's cache entry replaces its parent's.
+
+The entry carries everything the next continuation needs (PROTOCOL.md §5.1): the chain's items
+with this turn's output, the rendering and prefix keys extended by the output, the validator's
+state (the output's call ids now pending), the classifier's state and the route. The decoded
+output is in the KV cache too, so its prefix key goes into the engine's prefix cache.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from reference_server.conversation import Conversation
+from reference_server.metrics import ServerMetrics
+from reference_server.pipeline.prefix import PrefixCache, chain_keys
+from reference_server.pipeline.prepared import PreparedTurn
+from reference_server.pipeline.turn_cache import TurnCache
+
+
+def remember(
+    prepared: PreparedTurn,
+    tenant: str,
+    output: list[dict[str, Any]],
+    response: dict[str, Any],
+    *,
+    cache: TurnCache,
+    prefix_cache: PrefixCache,
+    metrics: ServerMetrics,
+) -> Conversation:
+    """Build the turn's entry, key its output for the prefix cache, put it in the cache."""
+    entry = next_entry(prepared, tenant, tuple(output), response)
+    if entry.item_keys:  # decoded output is in the KV cache too
+        prefix_cache.insert(entry.item_keys[-1], len(entry.prefix) + entry.rendering.token_count)
+    for _ in range(cache.replace(entry)):
+        metrics.inc("wsmode_cache_evictions_total", reason="replaced")
+    return entry
+
+
+def next_entry(
+    prepared: PreparedTurn,
+    tenant: str,
+    output_items: tuple[dict[str, Any], ...],
+    response: dict[str, Any],
+) -> Conversation:
+    request, prompt = prepared.request, prepared.prompt
+    parent_size = prepared.parent.size_bytes if prepared.parent else 0
+    new_size = len(json.dumps([request.input, output_items], default=str))
+    rendering = prompt.rendering.append(output_items)
+    # Keys for the output items too, so the next turn's prefix match covers them.
+    new_chunks = rendering.chunks[len(prompt.item_keys) :]
+    return Conversation(
+        response=response,
+        items=(*prepared.items, *output_items),
+        tools=request.tools,
+        rendering=rendering,
+        instructions=request.instructions,
+        prefix=prompt.prefix,
+        prefix_root=prompt.prefix_root,
+        item_keys=chain_keys(prompt.prefix_root, new_chunks, prompt.item_keys),
+        validation=prepared.checked.validation.with_output(output_items),
+        safety=prepared.checked.safety,
+        route=prepared.route,
+        tenant=tenant,
+        store=request.store,
+        size_bytes=parent_size + new_size,
+    )

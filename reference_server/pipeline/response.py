@@ -1,0 +1,98 @@
+"""The Response object a turn reports: its fields, usage, terminal events and `wsmode` extras."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from harness.protocol.cache import Resolution
+from harness.protocol.emitter import ResponseEmitter
+from harness.protocol.errors import ApiError
+from harness.protocol.events import Event, response_object
+from harness.protocol.requests import CreateRequest
+from reference_server.engine import GenerationPlan
+from reference_server.pipeline.inference import Decoded
+from reference_server.pipeline.outbox import Send
+from reference_server.services import new_id
+
+
+def new_response(
+    request: CreateRequest, response_id: str, instructions: str | None
+) -> dict[str, Any]:
+    """The Response object as `response.created` announces it (PROTOCOL.md §3.4)."""
+    return response_object(
+        response_id,
+        request.model,
+        created_at=int(time.time()),
+        instructions=instructions,
+        metadata=dict(request.metadata),
+        parallel_tool_calls=request.parallel_tool_calls,
+        temperature=request.temperature if request.temperature is not None else 1.0,
+        top_p=request.top_p if request.top_p is not None else 1.0,
+        tool_choice=request.tool_choice,
+        tools=list(request.tools),
+        previous_response_id=request.previous_response_id,
+        store=request.store,
+        max_output_tokens=request.max_output_tokens,
+        reasoning={"effort": request.reasoning_effort, "summary": None},
+        text={"format": {"type": "text"}},
+        truncation="disabled",
+        service_tier="default",
+        user=None,
+    )
+
+
+async def fail_response(
+    request: CreateRequest, error: ApiError, send: Send, *, obfuscate: bool = True
+) -> dict[str, Any]:
+    """An early failure: response.created then response.failed (PROTOCOL.md §3.3)."""
+    emitter = ResponseEmitter(
+        new_response(request, new_id("resp"), request.instructions),
+        stream_id=request.stream_id,
+        obfuscate=obfuscate,
+    )
+    events = emitter.failed(error)
+    await send(*events)
+    return dict(events[-1]["response"])
+
+
+def usage(prompt_tokens: int, cached_tokens: int, plan: GenerationPlan) -> dict[str, Any]:
+    return {
+        "input_tokens": prompt_tokens,
+        "input_tokens_details": {"cached_tokens": cached_tokens},
+        "output_tokens": plan.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": plan.reasoning_tokens},
+        "total_tokens": prompt_tokens + plan.output_tokens,
+    }
+
+
+def terminal_events(
+    emitter: ResponseEmitter, decoded: Decoded, plan: GenerationPlan, usage: dict[str, Any]
+) -> list[Event]:
+    """The events that end the response; the last one is the terminal event."""
+    if decoded.status == "incomplete":
+        reason = "max_output_tokens" if plan.truncated else "content_filter"
+        return emitter.incomplete(reason, usage)
+    return [emitter.completed(usage, completed_at=int(time.time()))]
+
+
+def wsmode_report(
+    *,
+    resolution: Resolution | None,
+    received_at: float,
+    engine_start: float,
+    decoded: Decoded,
+    plan: GenerationPlan,
+    stages_ms: dict[str, float],
+    cached_tokens: int,
+) -> dict[str, Any]:
+    """The `wsmode` object of the terminal Response: where the turn's time went."""
+    first_output_at = decoded.first_output_at
+    return {
+        "resolution": resolution.value if resolution else "none",
+        "api_overhead_ms": round((engine_start - received_at) * 1000, 3),
+        "inference_ttft_ms": round(plan.ttft_s * 1000, 3),
+        "ttft_ms": round((first_output_at - received_at) * 1000, 3) if first_output_at else None,
+        "stages_ms": stages_ms,
+        "cached_tokens": cached_tokens,
+    }
