@@ -39,14 +39,16 @@ latency values, and ends the rollout (its e2e is not a latency sample either).
 from __future__ import annotations
 
 import asyncio
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
+from harness.load.replay_results import RolloutResult as RolloutResult
+from harness.load.replay_results import TurnResult as TurnResult
 from harness.protocol.accumulator import RULES
 from harness.protocol.events import NON_OUTPUT_TYPES
+from harness.protocol.items import content_text, history_item, summary_text
 from harness.traces.format import OutputSpec, Rollout, Turn, input_message
 from harness.transport.events import TransportError
 from harness.transport.exchange import Exchange, sse_exchange, ws_exchange
@@ -112,215 +114,23 @@ class ReplayOptions:
         return bool(self.store)
 
 
-# -- results ---------------------------------------------------------------------------------------
-@dataclass(slots=True)
-class TurnResult:
-    rollout_id: str
-    mode: str  # the variant name the results file uses ("ws", "http", "ws-no-render-cache", ...)
-    turn_index: int
-    ok: bool
-    error: str | None = None
-    ttft_ms: float | None = None
-    turn_e2e_ms: float | None = None
-    itl_gaps_ms: list[float] = field(default_factory=list)
-    tpot_ms: float | None = None
-    bytes_sent: int = 0
-    bytes_received: int = 0
-    context_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int | None = None
-    # server stamps (the reference server's `response.wsmode`), None when not offered
-    inference_ttft_ms: float | None = None
-    server_ttft_ms: float | None = None
-    server_api_overhead_ms: float | None = None
-    stages_ms: dict[str, float] = field(default_factory=dict)
-    resolution: str | None = None
-    decode_ms: float | None = None  # first to last output event, at the client
-    post_ms: float | None = None  # last output event to the terminal
-    start_lag_ms: float = 0.0  # open loop: actual - intended start (turn 0 only)
-    prewarm_ms: float | None = None
-    tool_wait_recorded_ms: float = 0.0
-    tool_wait_waited_ms: float = 0.0
-    emitted_call_ids: tuple[str, ...] = ()
-    answered_call_ids: tuple[str, ...] = ()
-    generic_answers: int = 0
-    reproduced: bool | None = None  # None when no script was sent
-    violations: tuple[str, ...] = ()  # MUST-level protocol rule ids seen in this turn
-
-    @property
-    def itl_ms(self) -> float | None:
-        return statistics.median(self.itl_gaps_ms) if self.itl_gaps_ms else None
-
-    @property
-    def api_overhead_ms(self) -> float | None:
-        """Client TTFT minus the server's simulated inference TTFT (queue + prefill)."""
-        if self.ttft_ms is None or self.inference_ttft_ms is None:
-            return None
-        return self.ttft_ms - self.inference_ttft_ms
-
-    @property
-    def inference_ms(self) -> float | None:
-        if self.inference_ttft_ms is None or self.decode_ms is None:
-            return None
-        return self.inference_ttft_ms + self.decode_ms
-
-    def to_sample(self) -> dict[str, Any]:
-        """One `bench.samples[]` entry (results/README.md), with extra keys for the report."""
-        return {
-            "rollout_id": self.rollout_id,
-            "mode": self.mode,
-            "turn_index": self.turn_index,
-            "ttft_ms": _r(self.ttft_ms),
-            "itl_ms": _r(self.itl_ms),
-            "tpot_ms": _r(self.tpot_ms),
-            "turn_e2e_ms": _r(self.turn_e2e_ms),
-            "bytes_sent": self.bytes_sent,
-            "bytes_received": self.bytes_received,
-            "context_tokens": self.context_tokens,
-            "output_tokens": self.output_tokens,
-            "api_overhead_ms": _r(self.api_overhead_ms),
-            "ok": self.ok,
-            "error": self.error,
-            # extras
-            "cached_tokens": self.cached_tokens,
-            "inference_ttft_ms": _r(self.inference_ttft_ms),
-            "server_ttft_ms": _r(self.server_ttft_ms),
-            "inference_ms": _r(self.inference_ms),
-            "stages_ms": self.stages_ms,
-            "resolution": self.resolution,
-            "start_lag_ms": _r(self.start_lag_ms),
-            "prewarm_ms": _r(self.prewarm_ms),
-            "tool_wait_recorded_ms": _r(self.tool_wait_recorded_ms),
-            "tool_wait_waited_ms": _r(self.tool_wait_waited_ms),
-            "reproduced": self.reproduced,
-            "violations": list(self.violations),
-        }
-
-
-@dataclass(slots=True)
-class RolloutResult:
-    rollout_id: str
-    mode: str
-    protocol_mode: Mode
-    turns: list[TurnResult] = field(default_factory=list)
-    ok: bool = True
-    error: str | None = None
-    wall_ms: float = 0.0  # intended start -> last terminal
-    connect_ms: float | None = None
-    waited_tool_ms: float = 0.0
-    recorded_tool_ms: float = 0.0
-    start_lag_ms: float = 0.0
-    time_scale: float = 0.0
-
-    @property
-    def e2e_ms(self) -> float:
-        """Wall time with the tool time counted at its recorded value."""
-        return self.wall_ms - self.waited_tool_ms + self.recorded_tool_ms
-
-    @property
-    def model_ms(self) -> float:
-        """Everything but tool time: API + inference."""
-        return self.e2e_ms - self.recorded_tool_ms
-
-    @property
-    def inference_ms(self) -> float | None:
-        values = [t.inference_ms for t in self.turns]
-        if not values or any(v is None for v in values):
-            return None
-        return sum(v for v in values if v is not None)
-
-    @property
-    def api_ms(self) -> float | None:
-        inference = self.inference_ms
-        return None if inference is None else self.model_ms - inference
-
-    def to_record(self) -> dict[str, Any]:
-        """One `bench.rollouts[]` entry, with extra keys."""
-        return {
-            "rollout_id": self.rollout_id,
-            "mode": self.mode,
-            "e2e_ms": _r(self.e2e_ms),
-            "api_ms": _r(self.api_ms),
-            "inference_ms": _r(self.inference_ms),
-            "tool_wait_ms": _r(self.recorded_tool_ms),
-            "turns": len(self.turns),
-            "ok": self.ok,
-            # extras
-            "error": self.error,
-            "protocol_mode": self.protocol_mode,
-            "model_ms": _r(self.model_ms),
-            "wall_ms": _r(self.wall_ms),
-            "waited_tool_ms": _r(self.waited_tool_ms),
-            "connect_ms": _r(self.connect_ms),
-            "start_lag_ms": _r(self.start_lag_ms),
-            "time_scale": self.time_scale,
-        }
-
-
-def _r(value: float | None, digits: int = 3) -> float | None:
-    return None if value is None else round(value, digits)
-
-
 # -- building requests (no I/O) --------------------------------------------------------------------
-def history_item(item: Mapping[str, Any], *, include_reasoning: bool) -> dict[str, Any] | None:
-    """An emitted output item as the input item a stateless client resends."""
-    kind = item.get("type")
-    if kind == "message":
-        texts = [p.get("text", "") for p in item.get("content") or [] if isinstance(p, Mapping)]
-        return {
-            "type": "message",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": "".join(texts)}],
-        }
-    if kind == "function_call":
-        return {
-            "type": "function_call",
-            "call_id": item.get("call_id"),
-            "name": item.get("name"),
-            "arguments": item.get("arguments", ""),
-        }
-    if kind == "reasoning" and include_reasoning and isinstance(item.get("id"), str):
-        # What the Responses API takes back from a stateless client: the item's id, its summary
-        # and its encrypted content (sent when the request asked for it, see `request`).
-        summary = [
-            {"type": "summary_text", "text": p.get("text", "")}
-            for p in item.get("summary") or []
-            if isinstance(p, Mapping)
-        ]
-        resent: dict[str, Any] = {"type": "reasoning", "id": item["id"], "summary": summary}
-        if isinstance(item.get("encrypted_content"), str):
-            resent["encrypted_content"] = item["encrypted_content"]
-        return resent
-    return None
-
-
 def reproduces(items: Sequence[Mapping[str, Any]], specs: Sequence[OutputSpec]) -> bool:
     """True when the emitted output items are exactly the recorded ones."""
-    if len(items) != len(specs):
+    return len(items) == len(specs) and all(
+        _reproduces(item, spec) for item, spec in zip(items, specs, strict=True)
+    )
+
+
+def _reproduces(item: Mapping[str, Any], spec: OutputSpec) -> bool:
+    if item.get("type") != spec.type:
         return False
-    for item, spec in zip(items, specs, strict=True):
-        if item.get("type") != spec.type:
-            return False
-        if spec.type == "message":
-            text = "".join(
-                p.get("text", "") for p in item.get("content") or [] if isinstance(p, Mapping)
-            )
-            if text != spec.text:
-                return False
-        elif spec.type == "function_call":
-            if (item.get("name"), item.get("arguments"), item.get("call_id")) != (
-                spec.name,
-                spec.arguments,
-                spec.call_id,
-            ):
-                return False
-        else:
-            summary = "".join(
-                p.get("text", "") for p in item.get("summary") or [] if isinstance(p, Mapping)
-            )
-            if summary != spec.summary:
-                return False
-    return True
+    if spec.type == "message":
+        return content_text(item.get("content")) == spec.text
+    if spec.type == "function_call":
+        emitted = (item.get("name"), item.get("arguments"), item.get("call_id"))
+        return emitted == (spec.name, spec.arguments, spec.call_id)
+    return summary_text(item) == spec.summary
 
 
 @dataclass(slots=True)

@@ -13,13 +13,12 @@ from harness.load.replay import (
     MODES,
     Mode,
     ReplayOptions,
-    RolloutResult,
     RolloutState,
-    TurnResult,
     answer_calls,
-    history_item,
     replay_rollout,
 )
+from harness.load.replay_results import RolloutResult, TurnResult
+from harness.protocol.items import history_item
 from harness.traces.format import OutputSpec, Turn, input_message
 from reference_server.config import Optimizations
 
