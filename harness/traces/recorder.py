@@ -54,6 +54,7 @@ from websockets.server import ServerProtocol
 
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.events import NON_OUTPUT_TYPES
+from harness.protocol.items import content_text, is_model_output, summary_text
 from harness.traces.convert import custom_call_arguments, infer_tools
 from harness.traces.format import (
     OutputSpec,
@@ -78,7 +79,6 @@ _HOP_BY_HOP = frozenset(
         "proxy-connection",
     }
 )
-_OUTPUT_TYPES = ("function_call", "custom_tool_call", "reasoning")
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -152,17 +152,10 @@ def _as_trace_item(item: Mapping[str, Any]) -> dict[str, Any]:
     return dict(item)
 
 
-def _is_model_output(item: Mapping[str, Any]) -> bool:
-    kind = item.get("type")
-    if kind in _OUTPUT_TYPES:
-        return True
-    return (kind in (None, "message")) and item.get("role") == "assistant"
-
-
 def new_items_of_stateless(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The items after the last model-output item: what a stateless client added this turn."""
     for index in range(len(items) - 1, -1, -1):
-        if _is_model_output(items[index]):
+        if is_model_output(items[index]):
             return list(items[index + 1 :])
     return list(items)
 
@@ -170,10 +163,7 @@ def new_items_of_stateless(items: Sequence[dict[str, Any]]) -> list[dict[str, An
 def _output_spec(item: Mapping[str, Any], reasoning_tokens: int) -> OutputSpec | None:
     kind = item.get("type")
     if kind == "message":
-        text = "".join(
-            str(p.get("text", "")) for p in item.get("content") or [] if isinstance(p, Mapping)
-        )
-        return OutputSpec.message(text)
+        return OutputSpec.message(content_text(item.get("content")))
     if kind == "function_call":
         return OutputSpec.function_call(
             str(item.get("name", "")), str(item.get("arguments", "")), str(item.get("call_id", ""))
@@ -184,9 +174,7 @@ def _output_spec(item: Mapping[str, Any], reasoning_tokens: int) -> OutputSpec |
             str(item.get("name", "")), arguments, str(item.get("call_id", ""))
         )
     if kind == "reasoning":
-        summary = "".join(
-            str(p.get("text", "")) for p in item.get("summary") or [] if isinstance(p, Mapping)
-        )
+        summary = summary_text(item)
         return OutputSpec.reasoning(summary, max(0, reasoning_tokens - estimate_tokens(summary)))
     return None
 
