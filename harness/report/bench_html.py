@@ -28,16 +28,10 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}
 
 
 def cdf_points(ms: MetricSet, metric: str) -> list[tuple[float, float]]:
+    """The metric's CDF with zeros lifted to 1 µs, so the log axis can show them."""
     if metric not in ms:
         return []
-    hist = ms[metric]
-    total = hist.count
-    running = 0
-    points = []
-    for value, count in hist.recorded_ms():
-        running += count
-        points.append((max(value, 1e-3), running / total))
-    return points
+    return [(max(value_ms, 1e-3), share) for value_ms, share in ms[metric].cdf_ms()]
 
 
 def scatter_chart(

@@ -339,13 +339,7 @@ def render_html(rows: Sequence[Row], runs: Sequence[Run], *, title: str) -> str:
 
 
 def _cdf_points(hist: LatencyHistogram | None) -> list[tuple[float, float]]:
-    if hist is None or not hist.count:
-        return []
-    total, running, points = hist.count, 0, []
-    for value, count in hist.recorded_ms():
-        running += count
-        points.append((value, running / total))
-    return points
+    return hist.cdf_ms() if hist is not None else []
 
 
 def render_markdown(rows: Sequence[Row], runs: Sequence[Run], *, title: str) -> str:

@@ -132,6 +132,14 @@ class LatencyHistogram:
             value = h.get_highest_equivalent_value(h.get_value_from_index(index))
             yield int(value) / 1000.0, int(count)
 
+    def cdf_ms(self) -> list[tuple[float, float]]:
+        """The empirical CDF: (value in ms, fraction of values <= it), one point per bucket."""
+        total, running, points = self.count, 0, []
+        for value_ms, count in self.recorded_ms():
+            running += count
+            points.append((value_ms, running / total))
+        return points
+
     def _nonzero(self) -> list[tuple[int, int]]:
         """(counts index, count) of the non-empty buckets: one C-level copy, then Python.
 
