@@ -1,0 +1,108 @@
+"""The typed fault switches, and the one output classification per message."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.protocol.emitter import ResponseEmitter
+from harness.protocol.events import Event, response_object
+from reference_server import commands
+from reference_server.config import ServerConfig
+from reference_server.cost_profiles import load_cost_profile
+from reference_server.engine import Engine
+from reference_server.faults import (
+    ALL_FAULTS,
+    BEHAVIOUR_FAULTS,
+    EVENT_FAULTS,
+    EventFaults,
+    Faults,
+    check_fault_names,
+)
+from reference_server.metrics import ServerMetrics
+from reference_server.pipeline import inference
+from reference_server.pipeline.outbox import Outbox
+from reference_server.pipeline.safety import classify_output
+from reference_server.services import Services
+
+from .conftest import run
+
+
+@pytest.mark.parametrize("name", list(ALL_FAULTS))
+def test_each_fault_name_switches_exactly_its_own_flag(name: str) -> None:
+    faults = Faults.from_names([name])
+    on = [field for field in Faults.__dataclass_fields__ if getattr(faults, field)]
+    assert on == [name.replace("-", "_")]
+    assert faults.rewrites_events == (name in EVENT_FAULTS)
+
+
+def test_the_tables_split_the_faults_by_kind() -> None:
+    assert EVENT_FAULTS.keys().isdisjoint(BEHAVIOUR_FAULTS)
+    assert len(ALL_FAULTS) == len(Faults.__dataclass_fields__) == 21
+    assert all(ALL_FAULTS.values())  # every fault says what it breaks
+
+
+def test_names_that_are_no_fault_are_ignored_by_the_flags_and_refused_by_the_cli() -> None:
+    assert Faults.from_names(["test-only-switch"]) == Faults()
+    with pytest.raises(ValueError, match="unknown fault"):
+        check_fault_names(["cache-fifo", "no-such-fault"])
+
+
+def test_serve_fault_option_reaches_the_services(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    commands.add_server_options(parser)
+    args = parser.parse_args(["--fault", "cache-fifo", "--fault", "flat-error"])
+    config = commands.config_from_args(args).with_changes(data_dir=tmp_path, profile="zero")
+    services = Services.build(config)
+    try:
+        assert services.faults.cache_fifo and services.faults.flat_error
+        assert not services.faults.shared_cache and services.shared_cache is None
+    finally:
+        services.persistence.close()
+
+
+def test_shared_cache_fault_builds_one_cache(tmp_path: Path) -> None:
+    config = ServerConfig(data_dir=tmp_path, profile="zero", faults=frozenset({"shared-cache"}))
+    services = Services.build(config)
+    try:
+        assert services.shared_cache is not None
+    finally:
+        services.persistence.close()
+
+
+def test_without_event_faults_events_pass_through_untouched() -> None:
+    event: Event = {"type": "response.created", "sequence_number": 0}
+    rewriter = EventFaults(Faults.from_names(["cache-fifo"]))
+    assert not rewriter and rewriter.apply(event)[0] is event
+
+
+def test_each_message_is_classified_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+
+    def counting(text: str) -> Any:
+        seen.append(text)
+        return classify_output(text)
+
+    monkeypatch.setattr(inference, "classify_output", counting)
+    script = [
+        {"type": "message", "text": "first"},
+        {"type": "function_call", "name": "f", "arguments": "{}"},
+        {"type": "message", "text": "second"},
+    ]
+    plan = Engine(load_cost_profile("zero")).plan(seed_material="x", input_tokens=1, script=script)
+    sent: list[Event] = []
+
+    async def send(*events: Event) -> None:
+        sent.extend(events)
+
+    emitter = ResponseEmitter(response_object("resp_1", "m", created_at=0))
+    out = Outbox(send, EventFaults(Faults()))
+    run(out.emit([emitter.created(), emitter.in_progress()]))
+    decoded = run(inference.decode(plan, emitter, out, time.perf_counter(), ServerMetrics()))
+    assert decoded.status == "completed"
+    assert seen == ["first", "second"]
+    assert [e["type"] for e in sent].count("response.output_text.done") == 2
