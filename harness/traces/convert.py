@@ -28,7 +28,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -247,11 +247,17 @@ def _text_of(content: Any, where: _Where, sub: str) -> str:
         raise where.error(
             f"expected a string or a list of content parts, got {_show(content)}", sub
         )
+    return _flat_text(content)
+
+
+def _flat_text(parts: Iterable[Any]) -> str:
+    """Content parts as one text, each read by the protocol core; an image leaves a placeholder
+    (a trace's text cannot carry the image itself)."""
     texts: list[str] = []
-    for part in content:
-        text = part_text(part)  # the protocol core's reading of a part
+    for part in parts:
+        text = part_text(part)
         if text is None and isinstance(part, Mapping) and part.get("type") in _IMAGE_PARTS:
-            text = "[image]"  # a trace's text cannot carry the image itself
+            text = "[image]"
         if text is not None:
             texts.append(text)
     return "".join(texts)
@@ -505,10 +511,6 @@ def _chat_content(content: Any, where: _Where) -> list[JSONObject]:
     return parts
 
 
-def _plain(parts: Sequence[JSONObject]) -> str:
-    return "".join(str(p.get("text", "[image]")) for p in parts)
-
-
 def _chat_tools(raw: Any, where: _Where) -> list[JSONObject]:
     if raw is None:
         return []
@@ -597,7 +599,7 @@ def convert_chat(
             raise where.error(f"expected a message object, got {_show(msg)}")
         role = msg.get("role")
         if role == "system" and not builder.turns and not builder.open.inputs:
-            instructions.append(_plain(_chat_content(msg.get("content"), where)))
+            instructions.append(_flat_text(_chat_content(msg.get("content"), where)))
         elif role in ("user", "system", "developer"):
             parts = _chat_content(msg.get("content"), where)
             builder.add_input({"type": "message", "role": role, "content": parts}, None, where)
@@ -605,7 +607,7 @@ def convert_chat(
             reasoning = msg.get("reasoning_content") or msg.get("reasoning")
             if isinstance(reasoning, str) and reasoning:
                 builder.add_output(OutputSpec.reasoning(reasoning, 0), None, where)
-            text = _plain(_chat_content(msg.get("content"), where))
+            text = _flat_text(_chat_content(msg.get("content"), where))
             calls = msg.get("tool_calls") or []
             if not isinstance(calls, list):
                 raise where.error(f"expected a list, got {_show(calls)}", ".tool_calls")
@@ -623,7 +625,7 @@ def convert_chat(
                 raise where.error(
                     f"expected a tool_call_id, got {_show(answered)}", ".tool_call_id"
                 )
-            output = _plain(_chat_content(msg.get("content"), where))
+            output = _flat_text(_chat_content(msg.get("content"), where))
             builder.add_input(
                 {"type": "function_call_output", "call_id": answered, "output": output},
                 None,
