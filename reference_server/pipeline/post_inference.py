@@ -1,8 +1,9 @@
 """Post-inference: billing and the store write, off the critical path with `async_post`.
 
-The record is staged before the terminal event goes out, so a client that reads the stored
-response right after the terminal finds it (PROTOCOL.md §5.1 on store=true); the slow durable
-commit and the billing hop run after it (or before it, on the path, with `async_post` off).
+The record is staged before the terminal event goes out, so a continuation from another socket
+right after the terminal can hydrate it (PROTOCOL.md §5.1, "On a miss"); the durable commit and
+the billing hop run after the terminal (or before it, on the critical path, with `async_post`
+off).
 """
 
 from __future__ import annotations
