@@ -18,6 +18,7 @@ from harness.protocol import errors, wire
 from harness.protocol.errors import ApiError
 from harness.protocol.events import Event
 from harness.protocol.requests import InvalidRequest, parse_create
+from harness.transport.h11_loop import H11Event, next_h11_event, read_within
 from reference_server.auth import KeyRing
 from reference_server.connection import StampedStreamProtocol
 from reference_server.services import Services
@@ -67,14 +68,8 @@ class HttpConnection:
         finally:
             self.writer.close()
 
-    async def _next_event(self, timeout_s: float) -> Any:
-        while True:
-            event = self.h11.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            async with asyncio.timeout(timeout_s):
-                data = await self.reader.read(65536)
-            self.h11.receive_data(data)
+    async def _next_event(self, timeout_s: float) -> H11Event:
+        return await next_h11_event(self.h11, read_within(self.reader, timeout_s))
 
     async def _read_body(self) -> bytes | None:
         chunks: list[bytes] = []

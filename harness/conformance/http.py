@@ -20,7 +20,8 @@ from harness.transport.events import (
     TimedEvent,
     TransportError,
 )
-from harness.transport.sse import HttpReply, SseClient, block_fields, parse_event
+from harness.transport.sse import HttpReply, SseClient
+from harness.transport.sse_parser import block_fields, parse_event
 
 __all__ = ["HttpReply", "RecordingHttp", "SseStream"]
 

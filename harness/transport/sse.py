@@ -6,11 +6,10 @@ a client per rollout is fine. Every wait is bounded: a free connection, the conn
 handshake), the response head, each read of the body. Errors before the stream are
 `HttpStatusError` with the body.
 
-SSE is parsed from the de-chunked body bytes: blocks end at a blank line (LF or CRLF), only
-`data:` lines matter (as in the official SDK; `[DONE]` is skipped), each event is stamped with
-the arrival of the bytes that completed it. Stamps are taken at the socket (`sockets.py`: the
-kernel's receive time, else the moment the event loop hands the bytes over), and the request's
-send stamp right before its bytes are written (`stream(on_sent=...)`).
+SSE is parsed from the de-chunked body bytes by the sans-I/O `sse_parser.py`; each event is
+stamped with the arrival of the bytes that completed it. Stamps are taken at the socket
+(`sockets.py`: the kernel's receive time, else the moment the event loop hands the bytes over),
+and the request's send stamp right before its bytes are written (`stream(on_sent=...)`).
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import json
 import time
 import urllib.parse
@@ -38,7 +38,9 @@ from harness.transport.events import (
     TransportError,
     loads_json,
 )
+from harness.transport.h11_loop import next_h11_event
 from harness.transport.sockets import StampingSocket, arrival_ns, open_socket, ssl_context
+from harness.transport.sse_parser import SseParser, parse_event
 
 MAX_BODY_BYTES = 64 * 1024 * 1024  # a JSON or error body larger than this is refused
 _HIGH_WATER_BYTES = 4 * 1024 * 1024  # unread bytes before reading pauses
@@ -275,23 +277,18 @@ class SseClient:
 
     async def _next_event(self, connection: _Connection, what: str) -> Any:
         """The next h11 event, reading (bounded) as needed; protocol errors as TransportError."""
-        h11_connection = connection.h11
-        while True:
-            try:
-                event = h11_connection.next_event()
-            except h11.RemoteProtocolError as exc:
-                if connection.received == 0 and connection.eof:
-                    raise _ClosedBeforeResponse(str(exc)) from None
-                if connection.eof:
-                    raise TargetClosed(f"the server closed the connection: {exc}") from None
-                raise TransportError(f"malformed HTTP response: {exc}") from None
-            if event is not h11.NEED_DATA:
-                return event
-            data = await connection.read(self.timeout_s, what)
-            try:
-                h11_connection.receive_data(data)
-            except RuntimeError as exc:
-                raise TransportError(f"HTTP connection unusable: {exc}") from None
+        try:
+            return await next_h11_event(
+                connection.h11, functools.partial(connection.read, self.timeout_s, what)
+            )
+        except h11.RemoteProtocolError as exc:
+            if connection.received == 0 and connection.eof:
+                raise _ClosedBeforeResponse(str(exc)) from None
+            if connection.eof:
+                raise TargetClosed(f"the server closed the connection: {exc}") from None
+            raise TransportError(f"malformed HTTP response: {exc}") from None
+        except RuntimeError as exc:  # h11 fed bytes after the end of the stream
+            raise TransportError(f"HTTP connection unusable: {exc}") from None
 
     async def _read_body(self, connection: _Connection) -> bytes:
         pieces: list[bytes] = []
@@ -608,99 +605,3 @@ def _decompress(decoder: Any, data: bytes | None) -> bytes:
         return bytes(decoder.decompress(data) if data is not None else decoder.flush())
     except zlib.error:
         raise GarbageFrame("a response body that does not decompress", data or b"") from None
-
-
-def parse_event(raw: bytes) -> dict[str, Any]:
-    """An SSE data payload as an event (a JSON object), else GarbageFrame."""
-    try:
-        event = loads_json(raw.decode())
-    except ValueError:  # includes invalid UTF-8
-        raise GarbageFrame("an SSE data line that is not JSON", raw) from None
-    if not isinstance(event, dict):
-        raise GarbageFrame("an SSE event that is not a JSON object", raw)
-    return event
-
-
-class SseParser:
-    """Incremental SSE framing: bytes in, (data payload, block size) out per complete event.
-
-    Blocks end at a blank line; lines end in LF, CRLF or CR (a CR at the end of a chunk waits
-    for the next one, in case an LF follows). Only `data:` lines are kept (joined by LF, leading
-    spaces dropped); blocks without data (comments, `event:`-only, keep-alives) and the
-    `[DONE]` sentinel yield nothing.
-    """
-
-    def __init__(self) -> None:
-        self.buffer = b""
-        self.cr_pending = False
-
-    def feed(self, data: bytes) -> list[tuple[bytes, int]]:
-        """(data payload, block size) of each block `data` completes that carries data."""
-        out: list[tuple[bytes, int]] = []
-        for block in self.blocks(data):
-            raw = _block_data(block)
-            if raw is not None:
-                out.append((raw, len(block) + 2))
-        return out
-
-    def blocks(self, data: bytes) -> list[bytes]:
-        """The blocks `data` completes, whole: LF line ends, without their blank line."""
-        if self.cr_pending:
-            data = b"\r" + data
-            self.cr_pending = False
-        if b"\r" in data:
-            if data.endswith(b"\r"):
-                data = data[:-1]
-                self.cr_pending = True
-            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        buffer = self.buffer + data if self.buffer else data
-        out: list[bytes] = []
-        start = 0
-        while True:
-            end = buffer.find(b"\n\n", start)
-            if end < 0:
-                break
-            out.append(buffer[start:end])
-            start = end + 2
-        self.buffer = buffer[start:] if start else buffer
-        return out
-
-    def end(self) -> list[tuple[bytes, int]]:
-        """At the end of the body: a last block without its blank line still counts."""
-        size = len(self.buffer) + self.cr_pending
-        block = self.end_block()
-        raw = _block_data(block) if block is not None else None
-        return [(raw, size)] if raw is not None else []
-
-    def end_block(self) -> bytes | None:
-        """At the end of the body: the last block if it came without its blank line."""
-        rest = self.buffer + (b"\n" if self.cr_pending else b"")
-        self.buffer = b""
-        self.cr_pending = False
-        return rest.rstrip(b"\n") if rest.strip() else None
-
-
-def _block_data(block: bytes) -> bytes | None:
-    if block.startswith(b"event:"):  # the usual shape: one event line, one data line
-        newline = block.find(b"\n")
-        rest = block[newline + 1 :] if newline >= 0 else b""
-        if rest.startswith(b"data:") and b"\n" not in rest:
-            return _data(rest[5:].lstrip())
-    _, data = block_fields(block)
-    return _data(data) if data is not None else None
-
-
-def block_fields(block: bytes) -> tuple[str | None, bytes | None]:
-    """A block's `event:` name and its data (the `data:` lines joined by LF); None if absent."""
-    name: str | None = None
-    data_lines: list[bytes] = []
-    for line in block.split(b"\n"):
-        if line.startswith(b"event:"):
-            name = line[6:].strip().decode("utf-8", "replace")
-        elif line.startswith(b"data:"):
-            data_lines.append(line[5:].lstrip())
-    return name, b"\n".join(data_lines) if data_lines else None
-
-
-def _data(raw: bytes) -> bytes | None:
-    return None if raw == b"[DONE]" else raw

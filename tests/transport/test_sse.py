@@ -1,4 +1,4 @@
-"""The HTTP/SSE client: SSE framing, keep-alive, bounded waits, error bodies, stamps."""
+"""The HTTP/SSE client: keep-alive, bounded waits, error bodies, stamps."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from harness.transport.events import (
     TransportError,
 )
 from harness.transport.exchange import sse_exchange
-from harness.transport.sse import SseClient, SseParser
+from harness.transport.sse import SseClient
 from tests.protocol.conftest import full_stream
 from tests.transport.servers import (
     chunked,
@@ -36,45 +36,6 @@ from tests.transport.servers import (
 )
 
 BODY = {"model": "m", "input": "hi"}
-
-
-# -- SSE framing ----------------------------------------------------------------------------------
-def parse(chunks: list[bytes]) -> list[tuple[bytes, int]]:
-    parser = SseParser()
-    out = []
-    for chunk in chunks:
-        out += parser.feed(chunk)
-    return out + parser.end()
-
-
-def test_events_split_at_every_byte_come_out_whole() -> None:
-    stream = b"".join(sse_block(e) for e in full_stream()[:6])
-    expected = parse([stream])
-    assert [json.loads(raw) for raw, _ in expected] == full_stream()[:6]
-    assert sum(size for _, size in expected) == len(stream)
-    for split in range(len(stream) + 1):
-        assert parse([stream[:split], stream[split:]]) == expected, split
-    assert parse([stream[i : i + 1] for i in range(len(stream))]) == expected
-
-
-def test_crlf_and_cr_line_ends_even_split_between_cr_and_lf() -> None:
-    blocks = b'event: a\r\ndata: {"a":1}\r\n\r\ndata: {"b":2}\r\rdata: {"c":3}\n\n'
-    blocks += b"data: [1,\r\ndata: 2]\r\n\r\n"
-    want = [b'{"a":1}', b'{"b":2}', b'{"c":3}', b"[1,\n2]"]
-    for split in range(len(blocks) + 1):
-        assert [raw for raw, _ in parse([blocks[:split], blocks[split:]])] == want, split
-
-
-def test_comments_event_only_blocks_multiline_data_and_done() -> None:
-    stream = (
-        b": keep-alive\n\n"
-        b"event: ping\n\n"
-        b"data: [1,\ndata:  2]\n\n"
-        b"data: [DONE]\n\n"
-        b"id: 7\ndata:{}\nretry: 5\n\n"
-        b'data: {"last":true}'  # the body ends without its blank line
-    )
-    assert [raw for raw, _ in parse([stream])] == [b"[1,\n2]", b"{}", b'{"last":true}']
 
 
 # -- against servers on 127.0.0.1 -----------------------------------------------------------------
