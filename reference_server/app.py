@@ -1,6 +1,6 @@
 """The reference server: WebSocket and HTTP on one port.
 
-A small `FrontDoor` protocol reads each new connection's request head and hands the transport
+The transport's `FrontDoor` reads each new connection's request head and hands the transport
 over: a WebSocket upgrade goes to the `websockets` asyncio implementation (its keepalive, close
 handshake, fragmentation, size limit and write backpressure are battle-tested), anything else to
 the h11 HTTP handler. This is the documented `Server.wrap()` pattern of `websockets`.
@@ -24,6 +24,7 @@ from websockets.server import ServerProtocol
 from harness.protocol import errors, wire
 from harness.protocol.errors import ApiError
 from harness.transport import sockets
+from harness.transport.frontdoor import FrontDoor
 from reference_server.auth import KeyRing
 from reference_server.config import ServerConfig
 from reference_server.connection import StampedServerConnection, StampedStreamProtocol
@@ -65,11 +66,12 @@ class ReferenceServer:
         return f"http://{self.config.host}:{self.port}/v1"
 
     async def start(self) -> None:
+        limits = self.config.limits
         self._ws_server = Server(
             self._serve_websocket,
             process_request=self._check_upgrade,
             server_header="wsmode-reference",
-            open_timeout=self.config.limits.handshake_timeout_s,
+            open_timeout=limits.handshake_timeout_s,
         )
         loop = self.loop = asyncio.get_running_loop()
         # a listener whose connections read with kernel arrival stamps (sockets.py): a request's
@@ -77,10 +79,15 @@ class ReferenceServer:
         self._listener = sockets.listen(
             self.config.host,
             self.config.port,
-            receive_buffer_bytes=self.config.limits.socket_receive_buffer_bytes,
+            receive_buffer_bytes=limits.socket_receive_buffer_bytes,
         )
         self._asyncio_server = await loop.create_server(
-            lambda: FrontDoor(self), sock=self._listener
+            lambda: FrontDoor(
+                self,
+                max_head_bytes=limits.max_http_header_bytes,
+                head_timeout_s=limits.handshake_timeout_s,
+            ),
+            sock=self._listener,
         )
         self._ws_server.wrap(self._asyncio_server)
         self.port = self._asyncio_server.sockets[0].getsockname()[1]
@@ -173,59 +180,6 @@ def _json_response(error: ApiError, retry_after_s: int | None = None) -> Respons
     if retry_after_s is not None:
         headers["Retry-After"] = str(retry_after_s)
     return Response(error.status, http.HTTPStatus(error.status).phrase, headers, body)
-
-
-class FrontDoor(asyncio.Protocol):
-    """Reads a connection's request head, then hands the transport to WebSocket or HTTP."""
-
-    def __init__(self, server: ReferenceServer) -> None:
-        self.server = server
-        self.buffer = bytearray()
-        self.transport: asyncio.Transport | None = None
-        self._timer: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        loop = asyncio.get_running_loop()
-        self._timer = loop.call_later(
-            self.server.config.limits.handshake_timeout_s, transport.abort
-        )
-
-    def data_received(self, data: bytes) -> None:
-        assert self.transport is not None
-        self.buffer += data
-        end = self.buffer.find(b"\r\n\r\n")
-        if end < 0:
-            if len(self.buffer) > self.server.config.limits.max_http_header_bytes:
-                self._refuse(b"431 Request Header Fields Too Large")
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        head = bytes(self.buffer)
-        if _is_websocket_upgrade(head[:end]):
-            self.server.accept_websocket(self.transport, head)
-        else:
-            self.server.accept_http(self.transport, head)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-
-    def _refuse(self, status_line: bytes) -> None:
-        assert self.transport is not None
-        self.transport.write(
-            b"HTTP/1.1 " + status_line + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        )
-        self.transport.close()
-
-
-def _is_websocket_upgrade(head: bytes) -> bool:
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"upgrade" and b"websocket" in value.lower():
-            return True
-    return False
 
 
 @contextlib.contextmanager

@@ -65,6 +65,10 @@ from harness.traces.format import (
     estimate_tokens,
     input_message,
 )
+from harness.transport.events import GarbageFrame
+from harness.transport.frontdoor import FrontDoor
+from harness.transport.h11_loop import next_h11_event, read_within
+from harness.transport.sse_parser import SseParser, parse_event
 
 _HOP_BY_HOP = frozenset(
     {
@@ -82,6 +86,7 @@ _HOP_BY_HOP = frozenset(
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 1024 * 1024
+CLIENT_READ_TIMEOUT_S = 300.0  # an agent's connection idle longer than this is closed
 
 
 # -- what one response looked like at the proxy ----------------------------------------------------
@@ -391,7 +396,10 @@ class Recorder:
         loop = asyncio.get_running_loop()
         try:
             self._server = await loop.create_server(
-                lambda: _FrontDoor(self), "127.0.0.1", self.port, reuse_address=True
+                lambda: FrontDoor(self, max_head_bytes=MAX_HEAD_BYTES, answer_oversized=False),
+                "127.0.0.1",
+                self.port,
+                reuse_address=True,
             )
         except OSError:  # e.g. the port is in use: nothing else was started
             await self.http.aclose()
@@ -528,14 +536,15 @@ class Recorder:
 
     async def _serve_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        read = read_within(reader, CLIENT_READ_TIMEOUT_S)
         try:
             while True:
-                event = await _next_event(conn, reader)
+                event = await next_h11_event(conn, read)
                 if not isinstance(event, h11.Request):
                     return
                 body = bytearray()
                 while True:
-                    part = await _next_event(conn, reader)
+                    part = await next_h11_event(conn, read)
                     if isinstance(part, h11.Data):
                         body += part.data
                         if len(body) > MAX_BODY_BYTES:
@@ -584,7 +593,7 @@ class Recorder:
                 conn.send(h11.Response(status_code=response.status_code, headers=out_headers))
             )
             is_sse = "text/event-stream" in response.headers.get("content-type", "")
-            buffer = b""
+            sse = SseParser()
             raw = bytearray()
             async for chunk in response.aiter_bytes():
                 now = time.perf_counter_ns()
@@ -593,12 +602,7 @@ class Recorder:
                 if obs is None:
                     continue
                 if is_sse:
-                    buffer += chunk
-                    while (end := buffer.find(b"\n\n")) >= 0:
-                        block, buffer = buffer[:end], buffer[end + 2 :]
-                        event = _sse_event(block)
-                        if event is not None:
-                            obs.feed(event, now)
+                    _feed_sse(obs, sse.feed(chunk), now)
                 else:
                     raw += chunk
             writer.write(conn.send(h11.EndOfMessage()))
@@ -617,56 +621,14 @@ class Recorder:
         builder.add(obs)
 
 
-async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader) -> Any:
-    while True:
-        event = conn.next_event()
-        if event is not h11.NEED_DATA:
-            return event
-        async with asyncio.timeout(300):
-            data = await reader.read(65536)
-        conn.receive_data(data)
-
-
-def _sse_event(block: bytes) -> dict[str, Any] | None:
-    lines = [line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:")]
-    if not lines:
-        return None
-    try:
-        event = json.loads(b"\n".join(lines))
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) else None
-
-
-class _FrontDoor(asyncio.Protocol):
-    """Reads a connection's request head, then hands it to the WebSocket or the HTTP relay."""
-
-    def __init__(self, recorder: Recorder) -> None:
-        self.recorder = recorder
-        self.buffer = bytearray()
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        assert self.transport is not None
-        self.buffer += data
-        end = self.buffer.find(b"\r\n\r\n")
-        if end < 0:
-            if len(self.buffer) > MAX_HEAD_BYTES:
-                self.transport.close()
-            return
-        head = bytes(self.buffer)
-        upgrade = any(
-            line.split(b":", 1)[0].strip().lower() == b"upgrade" and b"websocket" in line.lower()
-            for line in head[:end].split(b"\r\n")[1:]
-        )
-        if upgrade:
-            self.recorder.accept_websocket(self.transport, head)
-        else:
-            self.recorder.accept_http(self.transport, head)
+def _feed_sse(obs: Observed, payloads: list[tuple[bytes, int]], at_ns: int) -> None:
+    """The events of SSE data payloads, to `obs`; a payload that is not one is relayed only."""
+    for raw, _ in payloads:
+        try:
+            event = parse_event(raw)
+        except GarbageFrame:
+            continue
+        obs.feed(event, at_ns)
 
 
 # -- CLI -------------------------------------------------------------------------------------------
