@@ -94,7 +94,7 @@ class TurnRunner:
         """Run one response; raises RequestRefused for request-scoped errors."""
         seed = seed_material(request)
         stages = StageLog(self.services.profile, self.services.engine.rng(seed, "stages"))
-        kib = ctx.request_bytes / 1024
+        kib = ctx.request_bytes / 1024  # frame + parse ran in the session (or HTTP handler)
         stages.charge("transfer", kib)
         stages.charge("parse", kib)
         try:
