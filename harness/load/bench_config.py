@@ -17,12 +17,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.bundled import BundledDataMissing, corpus_dir
 from harness.load.embedded_server import DEFAULT_PROFILE
 from harness.load.replay import MODES, Mode
 from harness.traces.format import Rollout
 
-# The bundled corpus of the checkout this package runs from (editable install), from any cwd.
-DEFAULT_TRACES = str(Path(__file__).resolve().parents[2] / "traces" / "corpus")
+
+def _bundled_corpus() -> str:
+    """The corpus shipped with wsmode (the wheel's copy, else the checkout's), from any cwd; an
+    install without it falls back to traces/corpus in the working directory (check_config says
+    so when that is missing too)."""
+    try:
+        return str(corpus_dir())
+    except BundledDataMissing:
+        return str(Path("traces") / "corpus")
+
+
+DEFAULT_TRACES = _bundled_corpus()
 # The default subset: the N shortest rollouts (fewest turns) of each agent kind of the bundled
 # corpus, at time_scale 0 and concurrency 4: 9 rollouts, 25-43 turns and 27-55 tool calls each.
 # Measured on the 2-core reference machine: about 1.5 min for the three modes, ~2 min with
@@ -140,8 +151,8 @@ def check_config(config: BenchConfig) -> None:
             _at_least("--sweep levels", level, 1)
     if config.traces == DEFAULT_TRACES and not Path(DEFAULT_TRACES).is_dir():
         raise ValueError(
-            f"the bundled trace corpus is not at {DEFAULT_TRACES}: run from a checkout installed "
-            "with `pip install -e .`, or pass --traces FILE|DIR"
+            f"the bundled trace corpus is not at {DEFAULT_TRACES}: reinstall wsmode (a wheel, or "
+            "`pip install -e .` in a checkout), or pass --traces FILE|DIR"
         )
 
 
