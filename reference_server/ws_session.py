@@ -36,8 +36,8 @@ from harness.protocol.requests import (
 from reference_server.connection import StampedServerConnection
 from reference_server.conversation import Conversation
 from reference_server.faults import flatten_error
-from reference_server.services import Services
 from reference_server.pipeline.refusals import RequestRefused
+from reference_server.services import Services
 from reference_server.turn import TurnContext, TurnRunner
 
 # websockets waits for the transport to drain only above its write limit (32 KiB by default), so
