@@ -29,6 +29,7 @@ from typing import Any
 from harness.protocol import wire
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.events import response_object
+from harness.transport.sse_wire import encode_events
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -114,8 +115,8 @@ async def serve_ws_blast(port: int, events: int) -> None:
 
 async def serve_sse(port: int, tokens: int, ttft_ms: float) -> None:
     events = response_events(tokens)
-    first = f"event: {events[0]['type']}\ndata: {wire.dumps(events[0])}\n\n".encode()
-    rest = b"".join(f"event: {e['type']}\ndata: {wire.dumps(e)}\n\n".encode() for e in events[1:])
+    first = encode_events(events[:1])
+    rest = encode_events(events[1:])
     head = (
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
     )

@@ -19,6 +19,7 @@ from harness.protocol.errors import ApiError
 from harness.protocol.events import Event
 from harness.protocol.requests import InvalidRequest, parse_create
 from harness.transport.h11_loop import H11Event, next_h11_event, read_within
+from harness.transport.sse_wire import encode_events
 from reference_server.auth import KeyRing
 from reference_server.connection import StampedStreamProtocol
 from reference_server.services import Services
@@ -194,8 +195,7 @@ class HttpConnection:
                         )
                     )
                 )
-            frames = "".join(f"event: {e['type']}\ndata: {wire.dumps(e)}\n\n" for e in events)
-            await self._write(self.h11.send(h11.Data(data=frames.encode())))
+            await self._write(self.h11.send(h11.Data(data=encode_events(events))))
 
         async def discard(*events: Event) -> None:
             return None

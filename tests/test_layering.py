@@ -36,7 +36,12 @@ ALLOWED: dict[str, frozenset[str]] = {
 # The reference server is a peer, not a client: of the transport it takes only the server-side
 # building blocks (the kernel receive stamps, the one-port front door, the SSE wire format).
 SERVER_SIDE_TRANSPORT = frozenset(
-    {"harness.transport.sockets", "harness.transport.frontdoor", "harness.transport.sse_wire"}
+    {
+        "harness.transport.sockets",
+        "harness.transport.frontdoor",
+        "harness.transport.h11_loop",
+        "harness.transport.sse_wire",
+    }
 )
 
 FIRST_PARTY = ("harness", "reference_server")

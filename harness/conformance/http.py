@@ -21,7 +21,7 @@ from harness.transport.events import (
     TransportError,
 )
 from harness.transport.sse import HttpReply, SseClient
-from harness.transport.sse_parser import block_fields, parse_event
+from harness.transport.sse_wire import block_fields, parse_event
 
 __all__ = ["HttpReply", "RecordingHttp", "SseStream"]
 

@@ -68,7 +68,7 @@ from harness.traces.format import (
 from harness.transport.events import GarbageFrame
 from harness.transport.frontdoor import FrontDoor
 from harness.transport.h11_loop import next_h11_event, read_within
-from harness.transport.sse_parser import SseParser, parse_event
+from harness.transport.sse_wire import SseParser, parse_event
 
 _HOP_BY_HOP = frozenset(
     {

@@ -6,7 +6,7 @@ a client per rollout is fine. Every wait is bounded: a free connection, the conn
 handshake), the response head, each read of the body. Errors before the stream are
 `HttpStatusError` with the body.
 
-SSE is parsed from the de-chunked body bytes by the sans-I/O `sse_parser.py`; each event is
+SSE is parsed from the de-chunked body bytes by the sans-I/O `sse_wire.py`; each event is
 stamped with the arrival of the bytes that completed it. Stamps are taken at the socket
 (`sockets.py`: the kernel's receive time, else the moment the event loop hands the bytes over),
 and the request's send stamp right before its bytes are written (`stream(on_sent=...)`).
@@ -40,7 +40,7 @@ from harness.transport.events import (
 )
 from harness.transport.h11_loop import next_h11_event
 from harness.transport.sockets import StampingSocket, arrival_ns, open_socket, ssl_context
-from harness.transport.sse_parser import SseParser, parse_event
+from harness.transport.sse_wire import SseParser, parse_event
 
 MAX_BODY_BYTES = 64 * 1024 * 1024  # a JSON or error body larger than this is refused
 _HIGH_WATER_BYTES = 4 * 1024 * 1024  # unread bytes before reading pauses

@@ -1,4 +1,4 @@
-"""The sans-I/O SSE parser: framing at any chunk boundary, line ends, comments, data, [DONE]."""
+"""The SSE wire format: writing, and parsing at any chunk boundary (CRLF, comments, [DONE])."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.transport import sse_parser
+from harness.transport import sse_wire
 from harness.transport.events import GarbageFrame
-from harness.transport.sse_parser import SseParser, block_fields, parse_event
+from harness.transport.sse_wire import SseParser, block_fields, encode_events, parse_event
 from tests.protocol.conftest import full_stream
 from tests.transport.servers import sse_block
 
@@ -102,6 +102,17 @@ def test_a_body_of_blank_lines_and_comments_yields_nothing() -> None:
         assert parse([stream]) == [], stream
 
 
+def test_encoded_events_are_one_event_and_one_data_line_each_and_parse_back() -> None:
+    events = full_stream()[:4]
+    stream = encode_events(events)
+    first = events[0]
+    assert stream.startswith(f"event: {first['type']}\ndata: ".encode())
+    assert stream.count(b"\n\n") == len(events) and b"[DONE]" not in stream
+    assert [parse_event(raw) for raw, _ in parse([stream])] == events
+    assert sum(size for _, size in parse([stream])) == len(stream)
+    assert encode_events([]) == b""
+
+
 # -- whole blocks, for checkers --------------------------------------------------------------------
 def test_blocks_keep_comments_event_lines_and_done_with_lf_line_ends() -> None:
     stream = b": hi\r\n\r\nevent: a\r\ndata: 1\r\n\r\ndata: [DONE]\n\nevent: last\ndata: 2\n"
@@ -141,11 +152,12 @@ def test_parse_event_refuses_what_is_not_one_json_object(raw: bytes) -> None:
 
 
 def test_the_parser_does_no_io() -> None:
-    tree = ast.parse(Path(sse_parser.__file__).read_text())
+    tree = ast.parse(Path(sse_wire.__file__).read_text())
     imported = {
         node.module if isinstance(node, ast.ImportFrom) else alias.name
         for node in ast.walk(tree)
         if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in node.names
     }
-    assert imported <= {"__future__", "typing", "harness.transport.events"}
+    allowed = {"__future__", "collections.abc", "typing", "harness.protocol"}
+    assert imported <= allowed | {"harness.transport.events"}

@@ -1,18 +1,23 @@
-"""SSE framing, sans-I/O: body bytes in (any chunking), events out (docs/PROTOCOL.md §3.1).
+"""The SSE wire format, sans-I/O: events to bytes, and bytes (any chunking) to events.
 
-No sockets, no asyncio, no clock: the SSE client (`sse.py`), the conformance checker and the
-recorder feed it the de-chunked body bytes they read and stamp the events themselves.
+docs/PROTOCOL.md §3.1. No sockets, no asyncio, no clock: the reference server and the bench's
+minimal server write with `encode_events`; the SSE client (`sse.py`), the conformance checker
+and the recorder feed `SseParser` the de-chunked body bytes they read and stamp the events
+themselves.
 
-Blocks end at a blank line; lines end in LF, CRLF or CR (a CR at the end of a chunk waits for
-the next one, in case an LF follows). Only `data:` lines matter, as in the official SDK: they
-are joined by LF, leading spaces dropped; blocks without data (comments, `event:`-only,
-keep-alives) and the `[DONE]` sentinel some servers send yield nothing.
+Writing: `event: <type>` and `data: <json>` per event, a blank line after each, no `[DONE]`.
+Reading: blocks end at a blank line; lines end in LF, CRLF or CR (a CR at the end of a chunk
+waits for the next one, in case an LF follows). Only `data:` lines matter, as in the official
+SDK: they are joined by LF, leading spaces dropped; blocks without data (comments,
+`event:`-only, keep-alives) and the `[DONE]` sentinel some servers send yield nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from harness.protocol import wire
 from harness.transport.events import GarbageFrame, loads_json
 
 BLANK_LINE_BYTES = 2  # the "\n\n" that ends a block, counted in its size
@@ -69,6 +74,11 @@ class SseParser:
         self.buffer = b""
         self.cr_pending = False
         return rest.rstrip(b"\n") if rest.strip() else None
+
+
+def encode_events(events: Iterable[Mapping[str, Any]]) -> bytes:
+    """Events as SSE blocks, in order, ready for the response body."""
+    return "".join(f"event: {e['type']}\ndata: {wire.dumps(e)}\n\n" for e in events).encode()
 
 
 def parse_event(raw: bytes) -> dict[str, Any]:
