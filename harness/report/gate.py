@@ -567,6 +567,13 @@ def _verdict_line(report: GateReport) -> str:
     return f"PASS: no regression{extra}"
 
 
+def _table(report: GateReport) -> tuple[Sequence[str], list[list[str]]]:
+    """The header and rows both renderings show: metrics for a bench, cases for certify."""
+    if report.kind == "bench":
+        return _METRIC_HEADER, _metric_rows(report)
+    return _CASE_HEADER, _case_rows(report)
+
+
 def render_text(report: GateReport) -> str:
     lines = [
         f"wsmode gate ({report.kind})",
@@ -574,10 +581,7 @@ def render_text(report: GateReport) -> str:
         f"  current:  {report.current_label}",
         "",
     ]
-    if report.kind == "bench":
-        header, rows = _METRIC_HEADER, _metric_rows(report)
-    else:
-        header, rows = _CASE_HEADER, _case_rows(report)
+    header, rows = _table(report)
     if rows:
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
@@ -605,10 +609,7 @@ def render_markdown(report: GateReport) -> str:
         f"- current: `{report.current_label}`",
         "",
     ]
-    if report.kind == "bench":
-        header, rows = _METRIC_HEADER, _metric_rows(report)
-    else:
-        header, rows = _CASE_HEADER, _case_rows(report)
+    header, rows = _table(report)
     if rows:
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "---|" * len(header))
