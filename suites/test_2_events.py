@@ -44,8 +44,8 @@ async def function_call(ctx: CaseContext, conn: Conn | None = None) -> CaseExcha
     conn = conn or await ctx.connect()
     exchange = await conn.create(ctx.tool_body())
     ctx.expect_completed(exchange, "case.expectation", "the tool_choice response")
-    calls = exchange.calls()
-    ctx.check(bool(calls), "function_call.emitted", "tool_choice named get_weather: no call")
+    # soft: the cases built on it go on (the text turn was judged) but cannot PASS without a call
+    ctx.precondition(bool(exchange.calls()), "tool_choice named get_weather: answered without a call")
     return exchange
 
 
@@ -358,6 +358,15 @@ async def test_incomplete_max_tokens(ctx: CaseContext) -> None:
     if exchange.request_error is not None:
         ctx.fail("incomplete.max_output_tokens", f"refused: {exchange.request_error.message}")
     final = exchange.final_response or {}
+    status, details = final.get("status"), final.get("incomplete_details")
+    if exchange.terminal_type == "response.completed" and (status != "completed" or details):
+        # a cut response announced as completed: clients stop at the event type and never see
+        # the cut (the status/event mismatch itself is 3.4.response.status's SHOULD finding)
+        ctx.fail(
+            "incomplete.max_output_tokens",
+            f"cut by max_output_tokens 16 but ended with response.completed carrying status "
+            f"{status!r}, incomplete_details {details!r}: the terminal must be response.incomplete",
+        )
     if exchange.terminal_type == "response.completed":
         used = (final.get("usage") or {}).get("output_tokens")
         ctx.check(
