@@ -10,7 +10,6 @@ from harness.conformance.cases import case
 from harness.conformance.context import CaseContext
 from harness.transport.events import HttpStatusError, TargetClosed, TargetTimeout
 
-
 REFUSAL_CLOSE_CODES = (1003, 1007, 1008)  # unsupported data, invalid payload, policy
 
 

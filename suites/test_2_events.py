@@ -12,6 +12,7 @@ from typing import Any
 from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, CaseExchange, Conn
+from harness.conformance.response_members import MEMBER_RULES, member_problems
 from harness.protocol.events import TERMINAL_TYPES
 
 SCHEMA_RULES = ("event.schema",)
@@ -45,7 +46,7 @@ async def function_call(ctx: CaseContext, conn: Conn | None = None) -> CaseExcha
     exchange = await conn.create(ctx.tool_body())
     ctx.expect_completed(exchange, "case.expectation", "the tool_choice response")
     # soft: the cases built on it go on (the text turn was judged) but cannot PASS without a call
-    ctx.precondition(bool(exchange.calls()), "tool_choice named get_weather: answered without a call")
+    ctx.precondition(bool(exchange.calls()), "tool_choice named get_weather: answered in text")
     return exchange
 
 
@@ -422,6 +423,55 @@ async def test_incomplete_content_filter(ctx: CaseContext) -> None:
 )
 async def test_response_required(ctx: CaseContext) -> None:
     await every_kind(ctx)
+
+
+async def judge_members(ctx: CaseContext, level: str) -> None:
+    """Every terminal Response of the kinds (and of a cut response) at one level of §3.4."""
+    exchanges = await every_kind(ctx)
+    conn = await ctx.connect()
+    exchanges.append(await conn.create(ctx.body(bodies.LONG_PROMPT, max_output_tokens=16)))
+    rule_id = MEMBER_RULES[level]
+    for exchange in exchanges:
+        final = exchange.final_response
+        if final is None:
+            continue  # the cases about terminals judge that
+        for problem in member_problems(level, final, exchange.request):
+            ctx.check(
+                False, rule_id, f"{exchange.terminal_type}: {problem}", event=exchange.terminal
+            )
+
+
+@case(
+    "3.4.response.member-values",
+    level="MUST",
+    category="events",
+    title="Response members hold their values: metadata an object, error/incomplete_details shaped",
+    rules=("response.member_values",),
+)
+async def test_response_member_values(ctx: CaseContext) -> None:
+    await judge_members(ctx, "MUST")
+
+
+@case(
+    "3.4.response.usual-members",
+    level="SHOULD",
+    category="events",
+    title="the terminal Response carries status, completed_at, store and previous_response_id",
+    rules=("response.usual_members",),
+)
+async def test_response_usual_members(ctx: CaseContext) -> None:
+    await judge_members(ctx, "SHOULD")
+
+
+@case(
+    "3.4.response.optional-members",
+    level="MAY",
+    category="events",
+    title="the terminal Response carries reasoning, text, truncation, service_tier, user, ...",
+    rules=("response.optional_members",),
+)
+async def test_response_optional_members(ctx: CaseContext) -> None:
+    await judge_members(ctx, "MAY")
 
 
 @case(

@@ -122,7 +122,7 @@ def output_text(response: dict[str, Any]) -> str:
     "2.1.continuation.recall",
     level="SHOULD",
     category="continuation",
-    title="a real model recalls a code word from turn 1 when asked in turn 3 of a store=false chain",
+    title="a real model recalls a code word from turn 1 when asked in turn 3 of a chain",
     rules=("continuation.recall", "continuation.works"),
     requires=("model_recall",),
 )

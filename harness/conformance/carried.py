@@ -44,9 +44,7 @@ def item_text(item: Mapping[str, Any]) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            str(part.get("text", "")) for part in content if isinstance(part, Mapping)
-        )
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
     if item.get("type") == "function_call_output":
         return str(item.get("output", ""))
     if item.get("type") == "function_call":
@@ -103,7 +101,7 @@ class CarriedContext:
         return (
             f"continuation input_tokens {self.continuation_input}, expected >= "
             f"{self.expected_min} = parent input {self.parent_input}"
-            + (f" - its instructions {self.parent_instructions}" if self.parent_instructions else "")
+            + (f" - instructions {self.parent_instructions}" if self.parent_instructions else "")
             + f" + parent visible output {self.parent_visible_output}"
             f" + new items {self.new_items} - tolerance {self.tolerance_tokens}"
         )

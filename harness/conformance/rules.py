@@ -58,7 +58,7 @@ HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
         "a continuation's input_tokens cover the parent's input and visible output plus the new "
         "items (usage-based, tolerance in harness/conformance/carried.py)",
     ),
-    "continuation.recall": ("SHOULD", "a real model recalls what an earlier turn of the chain said"),
+    "continuation.recall": ("SHOULD", "a real model recalls what an earlier turn of a chain said"),
     "continuation.instructions": (
         "MUST",
         "instructions are not inherited via previous_response_id",
@@ -79,6 +79,20 @@ HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
     ),
     "incomplete.content_filter": ("MUST", "filtered output ends incomplete with content_filter"),
     "response.created_snapshot": ("SHOULD", "response.created: in_progress, output [], usage null"),
+    "response.member_values": (
+        "MUST",
+        "Response members hold their values: object 'response', metadata an object (never null), "
+        "error null or {code, message}, incomplete_details null or {reason}",
+    ),
+    "response.usual_members": (
+        "SHOULD",
+        "a terminal Response carries status, completed_at, store and previous_response_id",
+    ),
+    "response.optional_members": (
+        "MAY",
+        "a terminal Response carries reasoning, text, truncation, service_tier, "
+        "max_output_tokens, prompt_cache_key and user",
+    ),
     "response.id_prefix": ("SHOULD", "ids use the API prefixes (resp_, msg_, fc_, rs_)"),
     "usage.null_until_terminal": ("SHOULD", "usage is null before the terminal event"),
     # connection cache (§5.1)
