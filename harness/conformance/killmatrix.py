@@ -4,9 +4,10 @@
 is on (the cases written to catch it). `run_matrix` certifies the clean server and every faulty
 one, in parallel subprocesses (several embedded targets per `pytest suites` run), and
 `check_matrix` lists what does not hold: a clean MUST/SHOULD case not passing, an expected
-catcher not failing, a fault caught by nothing, and for `EXACT_FAULTS` any other case failing. tests/conformance/test_kill_matrix.py asserts
-it is empty; `python -m harness.conformance.killmatrix --write-kill-matrix suites/README.md`
-regenerates the README table from the same run.
+catcher not failing, a fault caught by nothing, and for `EXACT_FAULTS` any other case failing.
+tests/conformance/test_kill_matrix.py asserts it is empty;
+`python -m harness.conformance.killmatrix --write-kill-matrix suites/README.md` regenerates the
+README table from the same run.
 """
 
 from __future__ import annotations
