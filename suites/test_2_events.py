@@ -187,7 +187,7 @@ async def test_text_grammar(ctx: CaseContext) -> None:
     level="MUST",
     category="events",
     title="a function call streams item.added, argument deltas, arguments.done, item.done",
-    rules=(*GRAMMAR_RULES, "function_call.emitted"),
+    rules=GRAMMAR_RULES,
 )
 async def test_function_call_grammar(ctx: CaseContext) -> None:
     await function_call(ctx)

@@ -368,7 +368,12 @@ async def test_named_function(ctx: CaseContext) -> None:
     exchange = await conn.create(body)
     ctx.expect_completed(exchange, "function_call.emitted")
     names = [c.get("name") for c in exchange.calls()]
-    ctx.check(bool(names), "function_call.emitted", "no function_call")
+    ctx.check(
+        bool(names),
+        "function_call.emitted",
+        f"tool_choice named get_time was answered without a function_call "
+        f"(output: {[i.get('type') for i in exchange.items()]})",
+    )
     ctx.check(
         all(name == "get_time" for name in names),
         "function_call.emitted",
