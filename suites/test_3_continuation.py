@@ -11,6 +11,7 @@ from harness.conformance import bodies
 from harness.conformance.carried import expect_context_carried
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, CaseExchange, Conn
+from harness.protocol.items import item_text
 
 NOT_FOUND = "previous_response_not_found"
 
@@ -109,13 +110,8 @@ async def test_chain(ctx: CaseContext) -> None:
 
 
 def output_text(response: dict[str, Any]) -> str:
-    return "".join(
-        str(part.get("text", ""))
-        for item in response.get("output") or []
-        if isinstance(item, dict) and item.get("type") == "message"
-        for part in item.get("content") or []
-        if isinstance(part, dict)
-    )
+    items = [i for i in response.get("output") or [] if isinstance(i, dict)]
+    return "".join(item_text(i) for i in items if i.get("type") == "message")
 
 
 @case(

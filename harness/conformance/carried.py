@@ -30,26 +30,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from harness.protocol.items import item_text
 from reference_server.pipeline.tokenizer import count_tokens
 
 if TYPE_CHECKING:
     from harness.conformance.context import CaseContext
 
 TEMPLATE_SLACK_TOKENS = 4
-
-
-def item_text(item: Mapping[str, Any]) -> str:
-    """The text an input item contributes to a prompt (message content, tool output, call)."""
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
-    if item.get("type") == "function_call_output":
-        return str(item.get("output", ""))
-    if item.get("type") == "function_call":
-        return f"{item.get('name', '')}{item.get('arguments', '')}"
-    return ""
 
 
 def items_tokens(items: Any) -> int:
