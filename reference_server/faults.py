@@ -51,6 +51,12 @@ class Faults:
     item_done_mismatch: bool = _fault(
         "event", "output_item.done carries content that differs from the stream"
     )
+    completed_with_incomplete: bool = _fault(
+        "event", "a response cut short ends with response.completed carrying status incomplete"
+    )
+    missing_response_fields: bool = _fault(
+        "event", "Response objects lack store and completed_at; empty metadata is null, not {}"
+    )
     # -- behaviour faults: consulted by the session, the services, the turn pipeline -------
     close_on_request_error: bool = _fault(
         "behaviour", "the socket is closed after a request-scoped error"
@@ -78,6 +84,17 @@ class Faults:
     accept_background: bool = _fault("behaviour", "background:true is accepted over WebSocket")
     drop_queued: bool = _fault(
         "behaviour", "creates sent while one is in flight are silently dropped"
+    )
+    drop_context: bool = _fault(
+        "behaviour",
+        "a continuation resolves and echoes previous_response_id, but its prompt holds only the "
+        "new items (the parent's context is dropped)",
+    )
+    binary_crash: bool = _fault(
+        "behaviour", "a binary frame drops the TCP connection (1006: no error, no close frame)"
+    )
+    ignore_named_tool_choice: bool = _fault(
+        "behaviour", "a named tool_choice is ignored: the model answers in text"
     )
 
     @classmethod
@@ -148,6 +165,10 @@ class EventFaults:
             event["text"] += " (altered)"
         if faults.item_done_mismatch and kind == "response.output_item.done":
             _alter_item(event["item"])
+        if faults.missing_response_fields and isinstance(event.get("response"), dict):
+            _strip_members(event["response"])
+        if faults.completed_with_incomplete and kind == "response.incomplete":
+            event["type"] = kind = "response.completed"  # the Response keeps status incomplete
         if kind in _TERMINAL_TYPES:
             response: dict[str, Any] = event["response"]
             if faults.response_id_changes:
@@ -173,6 +194,13 @@ def flatten_error(event: Event) -> Event:
     flat.update(event.get("error", {}))
     flat["type"] = "error"
     return flat
+
+
+def _strip_members(response: dict[str, Any]) -> None:
+    response.pop("store", None)
+    response.pop("completed_at", None)
+    if not response.get("metadata"):
+        response["metadata"] = None
 
 
 def _alter_item(item: dict[str, Any]) -> None:

@@ -16,7 +16,9 @@ previous_response_id).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -126,7 +128,11 @@ class TurnRunner:
             parent, request.input, incremental_checks=options.incremental_checks, stages=stages
         )
         prompt = render_prompt(
-            request, parent, ctx.tenant, render_cache=options.render_cache, stages=stages
+            request,
+            None if self.faults.drop_context else parent,  # fault: the parent resolved, unused
+            ctx.tenant,
+            render_cache=options.render_cache,
+            stages=stages,
         )
         checked.charge(stages, prompt.rendering)  # its token counts come from the rendering
         prompt.charge(stages)
@@ -170,7 +176,7 @@ class TurnRunner:
         try:
             plan = plan_response(
                 services.engine,
-                request,
+                self._planned(request),
                 seed_material=seed,
                 prompt_tokens=prepared.prompt.token_count,
                 cached_tokens=cached_tokens,
@@ -194,6 +200,15 @@ class TurnRunner:
             services.metrics.in_flight -= 1
         generated = _Generated(plan, decoded, cached_tokens, engine_start)
         return await self._finish(prepared, ctx, stages, generated, emitter, out)
+
+    def _planned(self, request: CreateRequest) -> CreateRequest:
+        """What the engine plans from: the request, but for the fault that ignores a named
+        tool_choice (a server without a tool-call parser answers in text)."""
+        choice = request.tool_choice
+        named = isinstance(choice, Mapping) and choice.get("type") == "function"
+        if self.faults.ignore_named_tool_choice and named:
+            return dataclasses.replace(request, tool_choice="none")
+        return request
 
     def _instructions(self, prepared: PreparedTurn) -> str | None:
         """This request's instructions: they are not inherited (but for the fault that does)."""

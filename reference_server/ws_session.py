@@ -142,6 +142,9 @@ class WebSocketSession:
     async def _on_message(self, message: str | bytes, received_at: float) -> bool:
         """Handle one frame; False ends the connection."""
         if isinstance(message, bytes):
+            if self.faults.binary_crash:  # the receive loop dies: no error, no close frame
+                self.ws.transport.abort()
+                return False
             error = errors.invalid_request(
                 "Binary frames are not supported; send JSON events as text frames.",
                 code="unsupported_frame",

@@ -10,6 +10,8 @@ from harness.conformance.cases import case
 from harness.conformance.context import CaseContext
 from harness.transport.events import HttpStatusError, TargetClosed, TargetTimeout
 
+REFUSAL_CLOSE_CODES = (1003, 1007, 1008)  # unsupported data, invalid payload, policy
+
 
 @case(
     "1.handshake.upgrade",
@@ -174,13 +176,37 @@ async def test_binary_refused(ctx: CaseContext) -> None:
     try:
         timed = await conn.next_event()
     except TargetClosed as exc:
-        ctx.note(f"closed with {exc.code} {exc.reason!r} (no error event)")
+        judge_close_after_binary(ctx, exc.code, exc.reason, "with no error event")
         return
-    ctx.check(
+    if not ctx.check(
         timed.type == "error",
         "ws.binary_refused",
         f"the binary frame was answered with {timed.type}, not an error",
         event=timed.event,
+    ):
+        return
+    try:  # an error event followed by a dropped connection is a crash, not a refusal
+        code, reason = await conn.wait_closed(timeout_s=min(1.0, ctx.event_timeout_s))
+    except TargetClosed as exc:
+        code, reason = exc.code, exc.reason
+    except TargetTimeout:
+        return  # the error event, socket open: a refusal
+    judge_close_after_binary(ctx, code, reason, "after the error event")
+
+
+def judge_close_after_binary(ctx: CaseContext, code: int | None, reason: str, when: str) -> None:
+    """A refusal closes with a close frame naming why (1003, 1007, 1008; PROTOCOL.md §4.3);
+    1006 (no close frame: the TCP connection dropped) or another code means the target broke."""
+    if code in REFUSAL_CLOSE_CODES:
+        ctx.note(f"closed {when} with {code} {reason!r}: a refusal")
+        return
+    shown = "1006 (no close frame: the connection dropped)" if code in (None, 1006) else str(code)
+    ctx.check(
+        False,
+        "ws.binary_refused",
+        f"closed {when} with {shown} {reason!r}: a crash, not a refusal "
+        f"(a refusal is an error event and/or a close frame with "
+        f"{', '.join(map(str, REFUSAL_CLOSE_CODES))})",
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, CaseExchange, Conn
+from harness.conformance.response_members import MEMBER_RULES, member_problems
 from harness.protocol.events import TERMINAL_TYPES
 
 SCHEMA_RULES = ("event.schema",)
@@ -44,8 +45,8 @@ async def function_call(ctx: CaseContext, conn: Conn | None = None) -> CaseExcha
     conn = conn or await ctx.connect()
     exchange = await conn.create(ctx.tool_body())
     ctx.expect_completed(exchange, "case.expectation", "the tool_choice response")
-    calls = exchange.calls()
-    ctx.check(bool(calls), "function_call.emitted", "tool_choice named get_weather: no call")
+    # soft: the cases built on it go on (the text turn was judged) but cannot PASS without a call
+    ctx.precondition(bool(exchange.calls()), "tool_choice named get_weather: answered in text")
     return exchange
 
 
@@ -186,7 +187,7 @@ async def test_text_grammar(ctx: CaseContext) -> None:
     level="MUST",
     category="events",
     title="a function call streams item.added, argument deltas, arguments.done, item.done",
-    rules=(*GRAMMAR_RULES, "function_call.emitted"),
+    rules=GRAMMAR_RULES,
 )
 async def test_function_call_grammar(ctx: CaseContext) -> None:
     await function_call(ctx)
@@ -358,6 +359,15 @@ async def test_incomplete_max_tokens(ctx: CaseContext) -> None:
     if exchange.request_error is not None:
         ctx.fail("incomplete.max_output_tokens", f"refused: {exchange.request_error.message}")
     final = exchange.final_response or {}
+    status, details = final.get("status"), final.get("incomplete_details")
+    if exchange.terminal_type == "response.completed" and (status != "completed" or details):
+        # a cut response announced as completed: clients stop at the event type and never see
+        # the cut (the status/event mismatch itself is 3.4.response.status's SHOULD finding)
+        ctx.fail(
+            "incomplete.max_output_tokens",
+            f"cut by max_output_tokens 16 but ended with response.completed carrying status "
+            f"{status!r}, incomplete_details {details!r}: the terminal must be response.incomplete",
+        )
     if exchange.terminal_type == "response.completed":
         used = (final.get("usage") or {}).get("output_tokens")
         ctx.check(
@@ -413,6 +423,55 @@ async def test_incomplete_content_filter(ctx: CaseContext) -> None:
 )
 async def test_response_required(ctx: CaseContext) -> None:
     await every_kind(ctx)
+
+
+async def judge_members(ctx: CaseContext, level: str) -> None:
+    """Every terminal Response of the kinds (and of a cut response) at one level of §3.4."""
+    exchanges = await every_kind(ctx)
+    conn = await ctx.connect()
+    exchanges.append(await conn.create(ctx.body(bodies.LONG_PROMPT, max_output_tokens=16)))
+    rule_id = MEMBER_RULES[level]
+    for exchange in exchanges:
+        final = exchange.final_response
+        if final is None:
+            continue  # the cases about terminals judge that
+        for problem in member_problems(level, final, exchange.request):
+            ctx.check(
+                False, rule_id, f"{exchange.terminal_type}: {problem}", event=exchange.terminal
+            )
+
+
+@case(
+    "3.4.response.member-values",
+    level="MUST",
+    category="events",
+    title="Response members hold their values: metadata an object, error/incomplete_details shaped",
+    rules=("response.member_values",),
+)
+async def test_response_member_values(ctx: CaseContext) -> None:
+    await judge_members(ctx, "MUST")
+
+
+@case(
+    "3.4.response.usual-members",
+    level="SHOULD",
+    category="events",
+    title="the terminal Response carries status, completed_at, store and previous_response_id",
+    rules=("response.usual_members",),
+)
+async def test_response_usual_members(ctx: CaseContext) -> None:
+    await judge_members(ctx, "SHOULD")
+
+
+@case(
+    "3.4.response.optional-members",
+    level="MAY",
+    category="events",
+    title="the terminal Response carries reasoning, text, truncation, service_tier, user, ...",
+    rules=("response.optional_members",),
+)
+async def test_response_optional_members(ctx: CaseContext) -> None:
+    await judge_members(ctx, "MAY")
 
 
 @case(

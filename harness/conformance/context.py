@@ -56,6 +56,10 @@ class CaseFailed(WsmodeError):
     """A hard expectation failed; the finding is already recorded."""
 
 
+class PreconditionNotMet(CaseFailed):
+    """The target could not be brought into the state the case tests; already recorded."""
+
+
 class Unimplemented(WsmodeError):
     """The target does not declare what the case needs."""
 
@@ -445,6 +449,21 @@ class CaseContext:
 
     def note(self, message: str) -> None:
         self.outcome.notes.append(message)
+
+    def precondition(self, condition: bool, message: str) -> bool:
+        """A soft setup check: when false the verdict is PRECONDITION (unless a MUST rule broke),
+        never a finding of the case's own rules; the case about that setup judges it."""
+        if not condition and self.outcome.precondition is None:
+            self.outcome.precondition = message
+        return condition
+
+    def expect_calls(self, exchange: CaseExchange, what: str) -> list[dict[str, Any]]:
+        """The function calls a tool_choice turn must yield to set up the case; none stops the
+        case as "precondition not met" (2.1.function-call.named judges tool_choice itself)."""
+        calls = exchange.calls()
+        if not self.precondition(bool(calls), f"{what}: the target answered without a call"):
+            raise PreconditionNotMet(self.outcome.precondition or what)
+        return calls
 
     def inform(self, message: str) -> None:
         """Report a behaviour without judging it (the verdict becomes INFORMATIONAL)."""

@@ -8,6 +8,9 @@ into one verdict, the way autobahn and h2spec grade:
     PASS            every judged rule held
     FAIL            a MUST-level finding in a MUST case
     NON-STRICT      a SHOULD-level finding (or any finding in a SHOULD case)
+    PRECONDITION    the target could not be brought into the state the case tests (it answered
+                    text to a named tool_choice): "precondition not met", neither PASS nor a FAIL
+                    of the case's own rules; the one case about that setup carries the FAIL
     INFORMATIONAL   a finding in a MAY case, or a behaviour worth reporting but not judged
     UNIMPLEMENTED   the target does not declare a capability the case needs (never FAIL)
     ERROR           the harness itself broke
@@ -39,6 +42,7 @@ class Verdict(enum.StrEnum):
     PASS = "PASS"
     FAIL = "FAIL"
     NON_STRICT = "NON-STRICT"
+    PRECONDITION = "PRECONDITION"
     INFORMATIONAL = "INFORMATIONAL"
     UNIMPLEMENTED = "UNIMPLEMENTED"
     ERROR = "ERROR"
@@ -49,6 +53,7 @@ VERDICT_ORDER: tuple[str, ...] = (
     "ERROR",
     "FAIL",
     "NON-STRICT",
+    "PRECONDITION",
     "INFORMATIONAL",
     "UNIMPLEMENTED",
     "PASS",
@@ -114,6 +119,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)  # observed, not judged (incl. other rules)
     informational: bool = False  # the case asked to be reported as INFORMATIONAL
     unimplemented: str | None = None  # why the case could not run
+    precondition: str | None = None  # the setup the case needs did not happen (first reason)
     harness_error: str | None = None  # the harness broke (a bug in wsmode)
 
 
@@ -124,7 +130,9 @@ def decide_verdict(level: Level, outcome: Outcome) -> Verdict:
         return Verdict.UNIMPLEMENTED
     effective = [weaker(f.level, level) for f in outcome.findings]
     if "MUST" in effective:
-        return Verdict.FAIL
+        return Verdict.FAIL  # a rule seen broken is a FAIL even when the setup fell short
+    if outcome.precondition is not None:
+        return Verdict.PRECONDITION
     if "SHOULD" in effective:
         return Verdict.NON_STRICT
     if effective or outcome.informational:
@@ -145,6 +153,8 @@ def detail_text(outcome: Outcome, limit: int = 8) -> str:
         parts.append(f"harness error: {outcome.harness_error}")
     if outcome.unimplemented:
         parts.append(outcome.unimplemented)
+    if outcome.precondition:
+        parts.append(f"precondition not met: {outcome.precondition}")
     for finding in outcome.findings[:limit]:
         seq = f" (seq {finding.sequence_number})" if finding.sequence_number is not None else ""
         parts.append(f"[{finding.rule_id}] {finding.message}{seq}")

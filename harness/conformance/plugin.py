@@ -59,6 +59,7 @@ _LETTERS = {
     "PASS": ("passed", ".", "PASS"),
     "FAIL": ("failed", "F", "FAIL"),
     "NON-STRICT": ("non-strict", "N", "NON-STRICT"),
+    "PRECONDITION": ("precondition not met", "P", "PRECONDITION"),
     "INFORMATIONAL": ("informational", "I", "INFORMATIONAL"),
     "UNIMPLEMENTED": ("unimplemented", "U", "UNIMPLEMENTED"),
     "ERROR": ("error", "E", "ERROR"),

@@ -24,6 +24,7 @@ VERDICT_COLOURS = {
     "PASS": "#1a7f37",
     "FAIL": "#cf222e",
     "NON-STRICT": "#bf8700",
+    "PRECONDITION": "#9a6700",
     "INFORMATIONAL": "#0969da",
     "UNIMPLEMENTED": "#6e7781",
     "ERROR": "#8250df",

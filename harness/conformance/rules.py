@@ -33,7 +33,11 @@ HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
     "auth.error_body": ("SHOULD", "the 401 body is JSON {error: {type, code, message, param}}"),
     "ws.ping": ("MUST", "a WebSocket ping is answered with a pong"),
     "ws.close_handshake": ("MUST", "a client close is answered with a close frame"),
-    "ws.binary_refused": ("MUST", "a binary frame is refused with an error and/or a close"),
+    "ws.binary_refused": (
+        "MUST",
+        "a binary frame is refused with an error event and/or a close frame (1003, 1007, 1008), "
+        "never a dropped connection (1006)",
+    ),
     "ws.binary_close_code": ("MAY", "the close after a binary frame uses 1003"),
     "ws.isolation": ("MUST", "one connection dropping mid-stream does not affect another"),
     # requests (§2.1)
@@ -49,6 +53,12 @@ HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
     # continuation (§2.1, §5.1)
     "continuation.works": ("MUST", "a continuation with only new items completes"),
     "continuation.echo": ("MUST", "the response echoes previous_response_id"),
+    "continuation.context_carried": (
+        "MUST",
+        "a continuation's input_tokens cover the parent's input and visible output plus the new "
+        "items (usage-based, tolerance in harness/conformance/carried.py)",
+    ),
+    "continuation.recall": ("SHOULD", "a real model recalls what an earlier turn of a chain said"),
     "continuation.instructions": (
         "MUST",
         "instructions are not inherited via previous_response_id",
@@ -62,9 +72,27 @@ HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
     "generate_false.no_output": ("MUST", "generate:false completes with no output"),
     "generate_false.chainable": ("MUST", "a warm-up id chains with input: []"),
     "failed.socket_open": ("SHOULD", "after a response.failed the socket stays usable"),
-    "incomplete.max_output_tokens": ("MUST", "max_output_tokens ends the response incomplete"),
+    "incomplete.max_output_tokens": (
+        "MUST",
+        "a response cut by max_output_tokens ends with response.incomplete and "
+        "incomplete_details.reason, never response.completed",
+    ),
     "incomplete.content_filter": ("MUST", "filtered output ends incomplete with content_filter"),
     "response.created_snapshot": ("SHOULD", "response.created: in_progress, output [], usage null"),
+    "response.member_values": (
+        "MUST",
+        "Response members hold their values: object 'response', metadata an object (never null), "
+        "error null or {code, message}, incomplete_details null or {reason}",
+    ),
+    "response.usual_members": (
+        "SHOULD",
+        "a terminal Response carries status, completed_at, store and previous_response_id",
+    ),
+    "response.optional_members": (
+        "MAY",
+        "a terminal Response carries reasoning, text, truncation, service_tier, "
+        "max_output_tokens, prompt_cache_key and user",
+    ),
     "response.id_prefix": ("SHOULD", "ids use the API prefixes (resp_, msg_, fc_, rs_)"),
     "usage.null_until_terminal": ("SHOULD", "usage is null before the terminal event"),
     # connection cache (§5.1)

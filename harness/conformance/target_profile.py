@@ -49,7 +49,14 @@ from typing import Any, Final
 from harness.errors import WsmodeError
 
 EMBEDDED = "embedded"
-CAPABILITIES: Final = ("store", "reasoning", "lanes", "scripted_output", "safety_markers")
+CAPABILITIES: Final = (
+    "store",
+    "reasoning",
+    "lanes",
+    "scripted_output",
+    "safety_markers",
+    "model_recall",  # a real language model: it can repeat what an earlier turn said
+)
 # Named lanes per connection, as documented upstream (PROTOCOL.md §5.2).
 DOCUMENTED_MAX_LANES: Final = 32
 # Longest declared lifetime the lifetime cases will wait out.

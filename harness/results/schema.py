@@ -29,7 +29,15 @@ SCHEMA_JSON_PATH = Path(__file__).with_name("results_schema.json")
 KINDS = ("bench", "certify")
 KNOWN_MODES = ("ws", "http", "http-chained")
 LEVELS = ("MUST", "SHOULD", "MAY")
-VERDICTS = ("PASS", "FAIL", "NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED", "ERROR")
+VERDICTS = (
+    "PASS",
+    "FAIL",
+    "NON-STRICT",
+    "PRECONDITION",
+    "INFORMATIONAL",
+    "UNIMPLEMENTED",
+    "ERROR",
+)
 SUMMARY_FIELDS = ("count", "p50", "p90", "p99", "mean")
 
 _MODE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")

@@ -33,7 +33,9 @@ def new_response(
         tools=list(request.tools),
         previous_response_id=request.previous_response_id,
         store=request.store,
+        completed_at=None,  # set by the completed terminal only (PROTOCOL.md §3.4)
         max_output_tokens=request.max_output_tokens,
+        prompt_cache_key=None,
         reasoning={"effort": request.reasoning_effort, "summary": None},
         text={"format": {"type": "text"}},
         truncation="disabled",

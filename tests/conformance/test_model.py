@@ -101,3 +101,12 @@ def test_every_rule_is_judged_by_some_case() -> None:
     declared = {rule for meta in load_suites() for rule in meta.rules}
     exception_rules = {r for r in HARNESS_RULES if r.startswith(("transport.", "case."))}
     assert set(RULES) | set(HARNESS_RULES) - exception_rules <= declared
+
+
+def test_precondition_not_met_is_its_own_verdict_below_a_must_finding() -> None:
+    unmet = outcome(precondition="answered in text")
+    assert decide_verdict("MUST", unmet) is Verdict.PRECONDITION
+    assert not is_failure(Verdict.PRECONDITION, strict=True)
+    assert decide_verdict("MUST", outcome("MUST", precondition="x")) is Verdict.FAIL
+    assert decide_verdict("MUST", outcome("SHOULD", precondition="x")) is Verdict.PRECONDITION
+    assert "precondition not met: answered in text" in detail_text(unmet)

@@ -42,7 +42,7 @@ def test_each_fault_name_switches_exactly_its_own_flag(name: str) -> None:
 
 def test_the_tables_split_the_faults_by_kind() -> None:
     assert EVENT_FAULTS.keys().isdisjoint(BEHAVIOUR_FAULTS)
-    assert len(ALL_FAULTS) == len(Faults.__dataclass_fields__) == 21
+    assert len(ALL_FAULTS) == len(Faults.__dataclass_fields__) == 26
     assert all(ALL_FAULTS.values())  # every fault says what it breaks
 
 
@@ -106,3 +106,26 @@ def test_each_message_is_classified_once(monkeypatch: pytest.MonkeyPatch) -> Non
     assert decoded.status == "completed"
     assert seen == ["first", "second"]
     assert [e["type"] for e in sent].count("response.output_text.done") == 2
+
+
+def _terminal(kind: str, **fields: Any) -> Event:
+    response = response_object("resp_1", "m", created_at=0, store=False, **fields)
+    return {"type": kind, "sequence_number": 5, "response": response}
+
+
+def test_completed_with_incomplete_renames_only_the_incomplete_terminal() -> None:
+    rewriter = EventFaults(Faults.from_names(["completed-with-incomplete"]))
+    cut = _terminal("response.incomplete", status="incomplete")
+    (out,) = rewriter.apply(cut)
+    assert out["type"] == "response.completed" and out["response"]["status"] == "incomplete"
+    done = _terminal("response.completed", status="completed")
+    assert rewriter.apply(done) == [done]
+
+
+def test_missing_response_fields_strips_store_completed_at_and_nulls_empty_metadata() -> None:
+    rewriter = EventFaults(Faults.from_names(["missing-response-fields"]))
+    (out,) = rewriter.apply(_terminal("response.completed", completed_at=1, metadata={}))
+    assert "store" not in out["response"] and "completed_at" not in out["response"]
+    assert out["response"]["metadata"] is None
+    (tagged,) = rewriter.apply(_terminal("response.completed", metadata={"k": "v"}))
+    assert tagged["response"]["metadata"] == {"k": "v"}  # given metadata still echoes
