@@ -66,15 +66,20 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield env_dir
 
 
+def _clean_env(venv: Path) -> dict[str, str]:
+    """This environment without a PYTHONPATH that would shadow the venv's copy of wsmode."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
 def _run(
     venv: Path, cwd: Path, *args: str, timeout_s: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run(
         [str(venv / "bin" / "wsmode"), *args],
         cwd=cwd,
-        env=env,
+        env=_clean_env(venv),
         capture_output=True,
         text=True,
         timeout=timeout_s,
@@ -90,6 +95,7 @@ def test_the_installed_copy_is_the_wheel(venv: Path, tmp_path: Path) -> None:
             "import harness, harness.bundled as b; print(harness.__file__); print(b.suites_dir())",
         ],
         cwd=tmp_path,
+        env=_clean_env(venv),
         capture_output=True,
         text=True,
         check=True,
@@ -118,11 +124,10 @@ def test_bench_replays_the_shipped_corpus(venv: Path, tmp_path: Path) -> None:
 
 
 def test_serve_answers_and_stops(venv: Path, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     server = subprocess.Popen(
         [str(venv / "bin" / "wsmode"), "serve", "--port", "0", "--data-dir", str(tmp_path)],
         cwd=tmp_path,
-        env=env,
+        env=_clean_env(venv),
         stdout=subprocess.PIPE,
         text=True,
     )
