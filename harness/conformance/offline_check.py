@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.protocol.accumulator import ResponseAccumulator, StreamAccumulator, Violation
+from harness.protocol.accumulator import ResponseAccumulator, StreamAccumulator
+from harness.protocol.stream_rules import Violation
 from harness.transport.sse_wire import SseParser, block_fields
 
 # The marker `harness.conformance.wirelog.clip` leaves in a frame it shortened.
@@ -182,17 +183,21 @@ def _jsonl_records(name: str, text: str) -> Iterator[tuple[int | None, Any]]:
             continue
         try:
             yield number, json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise UnreadableInput(name, number, f"not a JSON object ({exc.msg})") from None
 
 
-def _streams_of_records(name: str, records: list[tuple[int | None, Any]], prefix: str) -> list[Stream]:
+def _streams_of_records(
+    name: str, records: list[tuple[int | None, Any]], prefix: str
+) -> list[Stream]:
     """Events, or wire entries (one stream per connection), into streams."""
     streams: dict[str, Stream] = {}
     for position, (line, record) in enumerate(records, start=1):
         where = f"line {line}" if line is not None else f"{prefix}entry {position}"
         if not isinstance(record, dict):
-            raise UnreadableInput(name, line, f"{where}: a JSON {type(record).__name__}, not an object")
+            raise UnreadableInput(
+                name, line, f"{where}: a JSON {type(record).__name__}, not an object"
+            )
         if _is_wire_entry(record):
             _add_wire_entry(name, streams, record, line, where, prefix)
             continue
@@ -284,7 +289,7 @@ def _leading_newlines(block: bytes) -> int:
 
 def _read_cassette(name: str, text: str) -> list[Stream]:
     try:
-        import yaml
+        import yaml  # type: ignore[import-untyped]
     except ImportError:
         raise UnreadableInput(name, None, "a VCR cassette: reading it needs PyYAML") from None
     try:
@@ -342,7 +347,12 @@ def _verdict(
     placed: Mapping[int, Located],
 ) -> ResponseVerdict:
     verdict = ResponseVerdict(
-        label, number, response.response_id, first.where, response.event_count, response.terminal_type
+        label,
+        number,
+        response.response_id,
+        first.where,
+        response.event_count,
+        response.terminal_type,
     )
     verdict.findings = [_finding(v, placed.get(id(v))) for v in response.violations]
     return verdict
@@ -369,7 +379,9 @@ def _sse_name_findings(stream: Stream) -> list[CheckFinding]:
     message = f"event: {name!r} on a {kind} block"
     seq = at.event.get("sequence_number")
     number = seq if isinstance(seq, int) else None
-    return [CheckFinding("sse.event_name", "SHOULD", message, len(wrong), at.where, at.line, number)]
+    return [
+        CheckFinding("sse.event_name", "SHOULD", message, len(wrong), at.where, at.line, number)
+    ]
 
 
 def check_file(path: str | Path) -> FileReport:
@@ -404,4 +416,6 @@ def render_text(report: FileReport) -> list[str]:
 def _finding_line(finding: CheckFinding) -> str:
     seq = f" (seq {finding.sequence_number})" if finding.sequence_number is not None else ""
     count = f" [{finding.count} events]" if finding.count > 1 else ""
-    return f"  {finding.level:<6} {finding.rule_id:<28} {finding.where}{seq}: {finding.message}{count}"
+    return (
+        f"  {finding.level:<6} {finding.rule_id:<28} {finding.where}{seq}: {finding.message}{count}"
+    )

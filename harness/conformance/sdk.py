@@ -39,9 +39,7 @@ def matching_branch_errors(errors: Sequence[Mapping[str, Any]]) -> list[Mapping[
         if e.get("type") == "literal_error" and tuple(e.get("loc") or ())[-1:] == ("type",)
     }
     return [
-        e
-        for e in errors
-        if not any(tuple(e.get("loc") or ())[: len(w)] == w for w in wrong if w)
+        e for e in errors if not any(tuple(e.get("loc") or ())[: len(w)] == w for w in wrong if w)
     ]
 
 

@@ -181,7 +181,7 @@ def test_raise_on_makes_the_first_violation_an_exception() -> None:
 
 
 def test_unknown_event_and_item_types_pass_through(stream: Events) -> None:
-    stream.insert(2, {"type": "response.shell_call_command.delta", "sequence_number": 2})
+    stream.insert(2, {"type": "response.brand_new_call.delta", "sequence_number": 2})
     stream.insert(
         3,
         {
@@ -205,7 +205,7 @@ def test_unknown_event_and_item_types_pass_through(stream: Events) -> None:
         ("event.unknown_type", "INFO"),
         ("terminal.listed_not_done", "INFO"),
     }
-    assert acc.unknown_types == {"response.shell_call_command.delta"}
+    assert acc.unknown_types == {"response.brand_new_call.delta"}
 
 
 def test_mid_stream_failure_is_error_then_failed() -> None:
