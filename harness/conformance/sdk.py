@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.conformance.model import Finding
 from harness.conformance.rules import rule_level
+from harness.protocol.accumulator import is_flat_error
 
 # Required by the SDK's models, absent from recorded production streams or optional in the
 # protocol reference (PROTOCOL.md §3.4: `cache_write_tokens?`; §9: recordings of the older API
@@ -111,6 +112,10 @@ def validate_events(events: Sequence[Mapping[str, Any]], report: SdkReport) -> N
         model = models.get(event_type)
         if model is None:
             report.notes.append(f"SDK does not know event type {event_type!r} (passed through)")
+            continue
+        if event_type == "error" and is_flat_error(event):
+            # openai-node declares it (PROTOCOL.md §10); the core judges it (event.flat_error)
+            report.notes.append("error: flat {code, message, param} (openai-node's form)")
             continue
         try:
             model.model_validate(dict(event))

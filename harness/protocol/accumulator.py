@@ -188,7 +188,7 @@ class ResponseAccumulator:
         if spec is None:
             self.unknown_types.add(event_type)
             self._violate("event.unknown_type", f"unknown event type {event_type}", event)
-        elif event_type == "error" and _is_flat_error(event):
+        elif event_type == "error" and is_flat_error(event):
             pass  # `_on_error` reports the flat shape; its fields are all top-level
         else:
             self._check_fields(event_type, event, spec.required)
@@ -456,9 +456,9 @@ class ResponseAccumulator:
             self._violate("usage.consistent", f"inconsistent usage {usage}", event)
 
     def _on_error(self, event: Mapping[str, Any]) -> None:
-        if _is_flat_error(event):
+        if is_flat_error(event):
             self._violate("event.flat_error", "error event with a flat {code, message}", event)
-        elif not _is_nested_error(event):
+        elif not is_nested_error(event):
             self._violate(
                 "error.shape", "error event without a nested {type, code, message, param}", event
             )
@@ -655,12 +655,12 @@ def _continues(active: ResponseAccumulator, event: Mapping[str, Any]) -> bool:
     return active.response_id is None or new_id == active.response_id
 
 
-def _is_nested_error(event: Mapping[str, Any]) -> bool:
+def is_nested_error(event: Mapping[str, Any]) -> bool:
     payload = event.get("error")
     return isinstance(payload, dict) and not missing_fields(payload, ERROR_PAYLOAD_REQUIRED)
 
 
-def _is_flat_error(event: Mapping[str, Any]) -> bool:
+def is_flat_error(event: Mapping[str, Any]) -> bool:
     """openai-node's flat mid-stream error: code, message, param at the top level (§10)."""
     return "error" not in event and isinstance(event.get("message"), str) and "code" in event
 
@@ -709,9 +709,9 @@ class StreamAccumulator:
             active is None or not isinstance(event.get("sequence_number"), int)
         ):
             request_error = RequestError(ApiError.from_event(dict(event)), dict(event), lane)
-            if _is_flat_error(event):
+            if is_flat_error(event):
                 self._violate("event.flat_error", "error event with a flat {code, message}")
-            elif not _is_nested_error(event):
+            elif not is_nested_error(event):
                 self._violate(
                     "error.shape", "error event without a nested {type, code, message, param}"
                 )
