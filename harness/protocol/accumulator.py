@@ -331,10 +331,8 @@ class ResponseAccumulator:
         if not isinstance(seq, int):
             return  # a request-level error has none; schema rules report missing ones
         if self._next_seq is None:
-            if seq != 0 and event.get("type") in _RESUME_TYPES and "response" in event:
+            if seq != 0 and event.get("type") == "response.queued" and "response" in event:
                 self._violate("seq.resumed", f"the stream resumes at sequence_number {seq}", event)
-                if event.get("type") == "response.in_progress":
-                    self.phase = Phase.CREATED  # created came before the resumption point
             elif seq != 0:
                 self._violate("seq.start", f"first sequence_number is {seq}, expected 0", event)
         elif seq != self._next_seq:
@@ -618,8 +616,6 @@ class ResponseAccumulator:
 _ITEM_DONE = "response.output_item.done"
 # Required fields recordings of the older API (early 2025, PROTOCOL.md §9) do not carry.
 _LEGACY_FIELDS = ("sequence_number", "logprobs")
-# Events a resumed stream (GET /responses/{id}?stream=true&starting_after=N) may begin with.
-_RESUME_TYPES = frozenset({"response.queued", "response.in_progress"})
 
 
 def _part_target(item: _Item, event_type: str) -> tuple[str, list[_Part]] | None:

@@ -24,7 +24,8 @@ RULES: dict[str, tuple[Level, str]] = {
     "seq.contiguous": ("MUST", "sequence_number increases by exactly 1"),
     "seq.resumed": (
         "INFO",
-        "a resumed stream (GET ?starting_after=N) begins with queued/in_progress at N+1, not 0",
+        "a resumed background stream (GET ?starting_after=N) begins with response.queued at "
+        "N+1, not 0 (a stream without its created that starts elsewhere is still seq.start)",
     ),
     "event.legacy_fields": (
         "SHOULD",
