@@ -15,7 +15,7 @@ from harness.conformance.context import CaseContext, CaseExchange, Conn
 from harness.conformance.response_members import MEMBER_RULES, member_problems
 from harness.protocol.events import TERMINAL_TYPES
 
-SCHEMA_RULES = ("event.schema",)
+SCHEMA_RULES = ("event.schema", "event.legacy_fields")
 GRAMMAR_RULES = (
     "lifecycle.first_event",
     "lifecycle.order",
@@ -82,7 +82,7 @@ def first_events(exchange: CaseExchange) -> list[dict[str, Any]]:
     level="MUST",
     category="events",
     title="the first event of a response has sequence_number 0",
-    rules=("seq.start",),
+    rules=("seq.start", "seq.resumed"),
 )
 async def test_seq_from_zero(ctx: CaseContext) -> None:
     await text(ctx)
@@ -340,7 +340,7 @@ async def test_exactly_one_terminal(ctx: CaseContext) -> None:
     level="MUST",
     category="events",
     title="response.completed comes after every item's done and lists exactly the streamed items",
-    rules=("terminal.unfinished_items", "terminal.output_matches"),
+    rules=("terminal.unfinished_items", "terminal.output_matches", "terminal.listed_not_done"),
 )
 async def test_terminal_after_items(ctx: CaseContext) -> None:
     await every_kind(ctx)
@@ -419,7 +419,7 @@ async def test_incomplete_content_filter(ctx: CaseContext) -> None:
     level="MUST",
     category="events",
     title="every Response object carries id, object, created_at, model, output, error, ... tools",
-    rules=("response.schema",),
+    rules=("response.schema", "response.status_terminal"),
 )
 async def test_response_required(ctx: CaseContext) -> None:
     await every_kind(ctx)
@@ -575,7 +575,7 @@ async def test_event_fields(ctx: CaseContext) -> None:
     level="MAY",
     category="events",
     title="event types outside the §3.2 table are reported, never failed (PROTOCOL.md §9)",
-    rules=("event.unknown_type",),
+    rules=("event.unknown_type", "item.after_done"),
 )
 async def test_unknown_types(ctx: CaseContext) -> None:
     unknown: set[str] = set()

@@ -33,7 +33,7 @@ def error_event(exchange: CaseExchange) -> dict[str, object]:
     level="MUST",
     category="errors",
     title="an error event nests {type, code, message, param} under 'error'",
-    rules=("error.shape",),
+    rules=("error.shape", "event.flat_error"),
 )
 async def test_nested_shape(ctx: CaseContext) -> None:
     conn = await ctx.connect()

@@ -25,6 +25,58 @@ SUITES_DIR = suites_dir()
 
 
 def register(subparsers: Any) -> None:
+    _register_certify(subparsers)
+    _register_check(subparsers)
+
+
+def _register_check(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "check",
+        help="judge recorded Responses traffic offline (JSONL, SSE, wire logs, cassettes)",
+        description=CHECK_DOC,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="recorded traffic to judge")
+    parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.set_defaults(handler=check_main)
+
+
+CHECK_DOC = """Judge recorded traffic with the protocol core's rules, without a live target.
+
+    wsmode check capture.jsonl                 # one JSON event per line
+    wsmode check body.sse report.json          # raw SSE text; a certify report's wire logs
+    wsmode check --json cassette.yaml          # VCR cassettes (PyYAML); machine-readable output
+
+Each response (split at response.created, or response.queued when no created precedes it) gets
+a verdict and its findings: level, rule id, the offending event's position, how many events
+shared the cause. Exit status: 0 clean, 1 on a MUST finding, 2 on unreadable input.
+"""
+
+
+def check_main(args: argparse.Namespace) -> int:
+    import json
+
+    from harness.conformance.offline_check import UnreadableInput, check_file, render_text
+
+    reports, unreadable = [], []
+    for path in args.files:
+        try:
+            reports.append(check_file(path))
+        except UnreadableInput as exc:
+            unreadable.append(str(exc))
+            print(f"wsmode check: {exc}", file=sys.stderr)
+    if args.json:
+        document = {"files": [r.as_dict() for r in reports], "unreadable": unreadable}
+        print(json.dumps(document, indent=2))
+    else:
+        for report in reports:
+            print("\n".join(render_text(report)))
+    if unreadable:
+        return 2
+    return 1 if any(r.must_findings for r in reports) else 0
+
+
+def _register_certify(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "certify",
         help="run the conformance suites against a target (default: the reference server)",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from harness.conformance.model import Level, normalize_level
-from harness.protocol.accumulator import RULES as STREAM_RULES
+from harness.protocol.stream_rules import RULES as STREAM_RULES
 
 HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
     # transport: what a misbehaving target looks like from the client

@@ -6,8 +6,11 @@ deltas adding up to the done text, usage), and rebuilds the output items as it g
 client gets the final response and the function calls to answer from the same pass that checks
 them. `StreamAccumulator` splits a connection's events into responses (per lane).
 
-Violations are collected as `Violation(rule_id, level, message)`; `raise_on` decides whose fault
-they are: the server's emitter raises LocalProtocolError, a checker RemoteProtocolError.
+Violations are collected as `Violation(rule_id, message, sequence_number, count)`, one per cause
+per response (the first offending event's position, and how many events shared the cause), so an
+old stream without `sequence_number` gives one finding, not one per event. `raise_on` decides whose
+fault they are: the server's emitter raises LocalProtocolError, a checker RemoteProtocolError (an
+INFO rule never raises: it reports, it does not judge).
 """
 
 from __future__ import annotations
@@ -34,53 +37,18 @@ from harness.protocol.state import (
     next_item_phase,
     next_response_phase,
 )
-
-Level = Literal["MUST", "SHOULD", "INFO"]
-
-# Every rule the accumulator can report, with its level and what it means. Rule ids are stable:
-# conformance cases, fault tests and reports refer to them.
-RULES: dict[str, tuple[Level, str]] = {
-    "event.schema": ("MUST", "a known event type carries its required fields with the right types"),
-    "event.unknown_type": ("INFO", "unknown event types pass through (reported, never failed)"),
-    "seq.start": ("MUST", "sequence_number starts at 0 for every response"),
-    "seq.contiguous": ("MUST", "sequence_number increases by exactly 1"),
-    "lifecycle.first_event": ("MUST", "a response starts with response.created"),
-    "lifecycle.order": ("MUST", "events follow the lifecycle grammar of PROTOCOL.md §3.3"),
-    "lifecycle.after_terminal": ("MUST", "nothing follows the response's terminal event"),
-    "response.id_stable": ("MUST", "the response id never changes within a response"),
-    "response.schema": ("MUST", "the Response object has its required members"),
-    "response.status": ("SHOULD", "the terminal's response.status matches the terminal type"),
-    "item.index_order": ("MUST", "output_item.added announces output_index 0, 1, 2, ... in order"),
-    "item.unknown_index": ("MUST", "events refer only to announced output indices"),
-    "item.id_match": ("MUST", "item_id matches the id of the item announced at that index"),
-    "item.grammar": ("MUST", "item events follow the item grammar (added, parts, deltas, done)"),
-    "item.sequential": ("SHOULD", "strict items stream one after another, never interleaved"),
-    "item.done_matches": ("MUST", "output_item.done carries the content the deltas built"),
-    "part.index_order": ("MUST", "content/summary parts are announced 0, 1, 2, ... in order"),
-    "part.unknown_index": ("MUST", "events refer only to announced content/summary indices"),
-    "part.done_matches": ("MUST", "a part's .done carries the text its deltas built"),
-    "text.done_matches_deltas": ("MUST", "the deltas concatenate to the .done text"),
-    "arguments.done_matches_deltas": ("MUST", "argument deltas concatenate to the .done arguments"),
-    "terminal.unfinished_items": ("MUST", "response.completed comes only after every item's done"),
-    "terminal.output_matches": ("MUST", "the terminal response lists the items that were streamed"),
-    "usage.present": ("MUST", "a completed or incomplete response reports usage"),
-    "usage.consistent": ("MUST", "total = input + output tokens; cached <= input"),
-    "error.shape": ("MUST", "error events nest {type, code, message, param} under 'error'"),
-    "failed.error": ("MUST", "response.failed carries response.error {code, message}"),
-    "incomplete.reason": ("MUST", "response.incomplete carries incomplete_details.reason"),
-    "conn.no_interleave": ("MUST", "responses on one lane never interleave (FIFO, one in flight)"),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    rule_id: str
-    message: str
-    sequence_number: int | None = None
-
-    @property
-    def level(self) -> Level:
-        return RULES[self.rule_id][0]
+from harness.protocol.stream_rules import (
+    RULES as RULES,
+)
+from harness.protocol.stream_rules import (
+    TERMINAL_STATUSES as TERMINAL_STATUSES,
+)
+from harness.protocol.stream_rules import (  # re-exported: the accumulator's public names
+    Level as Level,
+)
+from harness.protocol.stream_rules import (
+    Violation as Violation,
+)
 
 
 @dataclass(slots=True)
@@ -95,6 +63,7 @@ class _Item:
     item_id: str | None
     phase: ItemPhase
     parts: list[_Part] = field(default_factory=list)  # content parts, or reasoning summaries
+    reasoning_text: list[_Part] = field(default_factory=list)  # a reasoning item's content parts
     argument_pieces: list[str] = field(default_factory=list)
     done_arguments: str | None = None
     final: dict[str, Any] | None = None
@@ -117,6 +86,9 @@ _SUMMARY_EVENTS = frozenset(
         "response.reasoning_summary_part.done",
     }
 )
+_REASONING_TEXT_EVENTS = frozenset(
+    {"response.reasoning_text.delta", "response.reasoning_text.done"}
+)
 
 
 _CORE_DELTA_FIELDS = {"sequence_number": int, "output_index": int, "item_id": str, "delta": str}
@@ -129,12 +101,12 @@ class _FastDelta:
     extra_fields: tuple[tuple[str, type], ...]  # required fields beyond the core four, typed
     item_type: str  # the item type whose grammar loops on this delta ...
     phases: tuple[ItemPhase, ...]  # ... in these phases (the phase stays unchanged)
-    sink: Literal["part", "arguments", "none"]  # where the delta text goes
+    sink: Literal["part", "arguments", "reasoning_text"]  # where the delta text goes
     part_key: str  # content_index or summary_index (sink "part" only)
 
 
 def _fast_delta(
-    event_type: str, item_type: str, sink: Literal["part", "arguments", "none"]
+    event_type: str, item_type: str, sink: Literal["part", "arguments", "reasoning_text"]
 ) -> _FastDelta:
     """Derived from the same tables the full path uses, so the two cannot drift apart."""
     extra = []
@@ -148,11 +120,13 @@ def _fast_delta(
     table = ITEM_TRANSITIONS[item_type]
     phases = tuple(p for (p, t), after in table.items() if t == event_type and after is p)
     assert phases and item_type in STRICT_ITEM_TYPES, event_type
-    part_key = "content_index" if event_type in _CONTENT_EVENTS else "summary_index"
-    assert sink != "part" or (
-        (event_type in _CONTENT_EVENTS or event_type in _SUMMARY_EVENTS)
-        and (part_key, int) in extra
+    part_key = (
+        "content_index"
+        if event_type in _CONTENT_EVENTS or event_type in _REASONING_TEXT_EVENTS
+        else "summary_index"
     )
+    assert sink == "arguments" or (part_key, int) in extra
+    assert sink != "part" or event_type in _CONTENT_EVENTS or event_type in _SUMMARY_EVENTS
     return _FastDelta(tuple(extra), item_type, phases, sink, part_key)
 
 
@@ -169,11 +143,12 @@ _FAST_DELTAS: dict[str, _FastDelta] = {
         "response.function_call_arguments.delta", "function_call", "arguments"
     ),
     "response.reasoning_text.delta": _fast_delta(
-        "response.reasoning_text.delta", "reasoning", "none"
+        "response.reasoning_text.delta", "reasoning", "reasoning_text"
     ),
 }
 _IN_PROGRESS = Phase.IN_PROGRESS
 _DONE = Phase.DONE
+_REASONING_TEXT_OPEN = ItemPhase.REASONING_TEXT_OPEN
 
 
 class ResponseAccumulator:
@@ -192,6 +167,7 @@ class ResponseAccumulator:
         self.event_count = 0
         self._next_seq: int | None = None
         self._open_item: int | None = None  # index of the strict item currently streaming
+        self._causes: dict[tuple[str, str], Violation] = {}  # one violation per cause
 
     # -- public surface -------------------------------------------------------------------
     @property
@@ -211,10 +187,11 @@ class ResponseAccumulator:
         spec = EVENT_TYPES.get(event_type)
         if spec is None:
             self.unknown_types.add(event_type)
+            self._violate("event.unknown_type", f"unknown event type {event_type}", event)
+        elif event_type == "error" and is_flat_error(event):
+            pass  # `_on_error` reports the flat shape; its fields are all top-level
         else:
-            problems = missing_fields(event, spec.required)
-            if problems:
-                self._violate("event.schema", f"{event_type}: {', '.join(problems)}", event)
+            self._check_fields(event_type, event, spec.required)
         self._check_sequence(event)
         if self.phase is Phase.DONE:
             self.after_terminal(event)
@@ -236,6 +213,7 @@ class ResponseAccumulator:
             "lifecycle.after_terminal",
             f"{event.get('type')} after the response's terminal event",
             event,
+            cause="after_terminal",
         )
 
     def output_items(self) -> list[dict[str, Any]]:
@@ -298,28 +276,71 @@ class ResponseAccumulator:
             parts[part_index].pieces.append(delta)
         elif sink == "arguments":
             item.argument_pieces.append(delta)
+        elif item.phase is _REASONING_TEXT_OPEN:  # reasoning text inside a content part
+            part_index = event[fast.part_key]
+            parts = item.reasoning_text
+            if not 0 <= part_index < len(parts):
+                return False
+            parts[part_index].pieces.append(delta)
         self.event_count += 1
         self._next_seq = seq + 1
         return True
 
     # -- rules ----------------------------------------------------------------------------
-    def _violate(self, rule_id: str, message: str, event: Mapping[str, Any] | None = None) -> None:
+    def _violate(
+        self,
+        rule_id: str,
+        message: str,
+        event: Mapping[str, Any] | None = None,
+        *,
+        cause: str | None = None,
+    ) -> None:
+        """Record a broken rule; a later event with the same cause (default: the same message)
+        only raises the first violation's count."""
+        key = (rule_id, message if cause is None else cause)
+        seen = self._causes.get(key)
+        if seen is not None:
+            seen.count += 1
+            return
         seq = event.get("sequence_number") if event is not None else None
         violation = Violation(rule_id, message, seq if isinstance(seq, int) else None)
+        self._causes[key] = violation
         self.violations.append(violation)
-        if self.raise_on is not None:
+        if self.raise_on is not None and RULES[rule_id][0] != "INFO":
             raise self.raise_on(rule_id, message)
+
+    def _check_fields(
+        self, event_type: str, event: Mapping[str, Any], required: Mapping[str, tuple[type, ...]]
+    ) -> None:
+        """`event.schema` for what a client needs; a field only the older API left out (absent,
+        not mistyped) is `event.legacy_fields`, one finding per response."""
+        legacy = [f"missing '{name}'" for name in _LEGACY_FIELDS if name in required]
+        problems = missing_fields(event, required)
+        old = [p for p in problems if p in legacy]
+        if old:
+            self._violate(
+                "event.legacy_fields", f"{event_type}: {', '.join(old)}", event, cause="legacy"
+            )
+        problems = [p for p in problems if p not in legacy]
+        if problems:
+            cause = ", ".join(problems)
+            self._violate("event.schema", f"{event_type}: {cause}", event, cause=cause)
 
     def _check_sequence(self, event: Mapping[str, Any]) -> None:
         seq = event.get("sequence_number")
         if not isinstance(seq, int):
             return  # a request-level error has none; schema rules report missing ones
         if self._next_seq is None:
-            if seq != 0:
+            if seq != 0 and event.get("type") == "response.queued" and "response" in event:
+                self._violate("seq.resumed", f"the stream resumes at sequence_number {seq}", event)
+            elif seq != 0:
                 self._violate("seq.start", f"first sequence_number is {seq}, expected 0", event)
         elif seq != self._next_seq:
             self._violate(
-                "seq.contiguous", f"sequence_number {seq}, expected {self._next_seq}", event
+                "seq.contiguous",
+                f"sequence_number {seq}, expected {self._next_seq}",
+                event,
+                cause="gap",
             )
         self._next_seq = seq + 1
 
@@ -342,13 +363,17 @@ class ResponseAccumulator:
             return
         problems = missing_fields(response, RESPONSE_REQUIRED)
         if problems:
-            self._violate("response.schema", f"{event_type}: {', '.join(problems)}", event)
+            cause = ", ".join(problems)
+            self._violate("response.schema", f"{event_type}: {cause}", event, cause=cause)
         response_id = response.get("id")
         if self.response_id is None:
             self.response_id = response_id
         elif response_id != self.response_id:
             self._violate(
-                "response.id_stable", f"id changed from {self.response_id} to {response_id}", event
+                "response.id_stable",
+                f"id changed from {self.response_id} to {response_id}",
+                event,
+                cause="id",
             )
         self.response = response
         if event_type in TERMINAL_TYPES:
@@ -358,19 +383,13 @@ class ResponseAccumulator:
         self, event_type: str, response: Mapping[str, Any], event: Mapping[str, Any]
     ) -> None:
         self.terminal_type = event_type
-        status = event_type.removeprefix("response.")
-        if response.get("status") != status:
-            self._violate(
-                "response.status", f"{event_type} with status {response.get('status')!r}", event
-            )
+        status = response.get("status")
+        if status not in TERMINAL_STATUSES:
+            self._violate("response.status_terminal", f"{event_type} with status {status!r}", event)
+        elif status != event_type.removeprefix("response."):
+            self._violate("response.status", f"{event_type} with status {status!r}", event)
         if event_type == "response.completed":
-            unfinished = [
-                i for i, item in enumerate(self.items) if item.phase is not ItemPhase.DONE
-            ]
-            if unfinished:
-                self._violate(
-                    "terminal.unfinished_items", f"items {unfinished} not done at completion", event
-                )
+            self._check_unfinished(response, event)
         if event_type in ("response.completed", "response.incomplete"):
             self._check_output_listing(response, event)
             self._check_usage(response.get("usage"), event)
@@ -384,6 +403,33 @@ class ResponseAccumulator:
             details = response.get("incomplete_details")
             if not (isinstance(details, dict) and isinstance(details.get("reason"), str)):
                 self._violate("incomplete.reason", "no incomplete_details.reason", event)
+
+    def _check_unfinished(self, response: Mapping[str, Any], event: Mapping[str, Any]) -> None:
+        """Items not done at completion: a strict item, or a hosted one the response does not
+        list, is a violation; a hosted item it lists is how production streams look (§9)."""
+        listed = response.get("output")
+        listed_ids = (
+            {i.get("id") for i in listed if isinstance(i, dict)}
+            if isinstance(listed, list)
+            else set()
+        )
+        unfinished: list[int] = []
+        listed_only: list[int] = []
+        for index, item in enumerate(self.items):
+            if item.phase is ItemPhase.DONE:
+                continue
+            lenient = item.item_type not in STRICT_ITEM_TYPES
+            (listed_only if lenient and item.item_id in listed_ids else unfinished).append(index)
+        if unfinished:
+            self._violate(
+                "terminal.unfinished_items", f"items {unfinished} not done at completion", event
+            )
+        if listed_only:
+            self._violate(
+                "terminal.listed_not_done",
+                f"items {listed_only} listed by the terminal without their output_item.done",
+                event,
+            )
 
     def _check_output_listing(self, response: Mapping[str, Any], event: Mapping[str, Any]) -> None:
         listed = response.get("output")
@@ -408,8 +454,9 @@ class ResponseAccumulator:
             self._violate("usage.consistent", f"inconsistent usage {usage}", event)
 
     def _on_error(self, event: Mapping[str, Any]) -> None:
-        payload = event.get("error")
-        if not isinstance(payload, dict) or missing_fields(payload, ERROR_PAYLOAD_REQUIRED):
+        if is_flat_error(event):
+            self._violate("event.flat_error", "error event with a flat {code, message}", event)
+        elif not is_nested_error(event):
             self._violate(
                 "error.shape", "error event without a nested {type, code, message, param}", event
             )
@@ -433,13 +480,20 @@ class ResponseAccumulator:
         item_id = event.get("item_id")
         if item_id is not None and item.item_id is not None and item_id != item.item_id:
             self._violate(
-                "item.id_match", f"item_id {item_id} at index {index} is {item.item_id}", event
+                "item.id_match",
+                f"item_id {item_id} at index {index} is {item.item_id}",
+                event,
+                cause=f"index {index}",
             )
         self._check_interleaving(index, item, event)
+        if event_type not in EVENT_TYPES:
+            return  # unknown types pass (reported as event.unknown_type); no grammar to apply
         after = next_item_phase(item.item_type, item.phase, event_type)
         if after is None:
+            lenient = item.item_type not in STRICT_ITEM_TYPES
+            rule = "item.after_done" if lenient and event_type != _ITEM_DONE else "item.grammar"
             self._violate(
-                "item.grammar",
+                rule,
                 f"{event_type} not allowed for {item.item_type} item in phase '{item.phase.value}'",
                 event,
             )
@@ -476,22 +530,21 @@ class ResponseAccumulator:
             )
 
     def _apply_content(self, item: _Item, event_type: str, event: Mapping[str, Any]) -> None:
-        if event_type in ("response.content_part.added", "response.reasoning_summary_part.added"):
-            key = (
-                "content_index" if event_type == "response.content_part.added" else "summary_index"
-            )
-            if event.get(key) != len(item.parts):
-                self._violate(
-                    "part.index_order", f"{key} {event.get(key)}, expected {len(item.parts)}", event
-                )
-            item.parts.append(_Part())
-        elif event_type in _CONTENT_EVENTS or event_type in _SUMMARY_EVENTS:
-            key = "content_index" if event_type in _CONTENT_EVENTS else "summary_index"
+        target = _part_target(item, event_type)
+        if target is not None:
+            key, parts = target
+            if event_type.endswith("part.added"):
+                if event.get(key) != len(parts):
+                    self._violate(
+                        "part.index_order", f"{key} {event.get(key)}, expected {len(parts)}", event
+                    )
+                parts.append(_Part())
+                return
             part_index = event.get(key)
-            if not isinstance(part_index, int) or not 0 <= part_index < len(item.parts):
+            if not isinstance(part_index, int) or not 0 <= part_index < len(parts):
                 self._violate("part.unknown_index", f"{event_type} for {key} {part_index}", event)
                 return
-            self._apply_part_event(item.parts[part_index], event_type, event)
+            self._apply_part_event(parts[part_index], event_type, event)
         elif event_type == "response.function_call_arguments.delta":
             item.argument_pieces.append(str(event.get("delta", "")))
         elif event_type == "response.function_call_arguments.done":
@@ -534,6 +587,17 @@ class ResponseAccumulator:
                 )
             return
         key = "content" if item.item_type == "message" else "summary"
+        self._check_done_parts(final, key, item.parts, event)
+        if item.reasoning_text:
+            self._check_done_parts(final, "content", item.reasoning_text, event)
+
+    def _check_done_parts(
+        self,
+        final: Mapping[str, Any],
+        key: str,
+        streamed_parts: list[_Part],
+        event: Mapping[str, Any],
+    ) -> None:
         parts = final.get(key)
         texts = (
             [part_text(p) or "" for p in parts if isinstance(p, dict)]
@@ -541,12 +605,60 @@ class ResponseAccumulator:
             else []
         )
         streamed = [
-            p.done_text if p.done_text is not None else "".join(p.pieces) for p in item.parts
+            p.done_text if p.done_text is not None else "".join(p.pieces) for p in streamed_parts
         ]
         if texts != streamed:
             self._violate(
                 "item.done_matches", f"done item {key} differs from the streamed parts", event
             )
+
+
+_ITEM_DONE = "response.output_item.done"
+# Required fields recordings of the older API (early 2025, PROTOCOL.md §9) do not carry.
+_LEGACY_FIELDS = ("sequence_number", "logprobs")
+
+
+def _part_target(item: _Item, event_type: str) -> tuple[str, list[_Part]] | None:
+    """The part list (and its index key) a content event of `item` works on, if any.
+
+    A reasoning item has two: its summaries, and (gpt-oss style) reasoning_text content parts;
+    a reasoning_text event outside a content part (the older, part-less form) has none."""
+    if item.item_type == "reasoning" and (
+        event_type in _REASONING_TEXT_EVENTS or event_type.startswith("response.content_part.")
+    ):
+        in_part = item.phase in (ItemPhase.REASONING_TEXT_OPEN, ItemPhase.REASONING_TEXT_DONE)
+        opened_part = event_type.startswith("response.content_part.")
+        return ("content_index", item.reasoning_text) if in_part or opened_part else None
+    if event_type in _SUMMARY_EVENTS or event_type == "response.reasoning_summary_part.added":
+        return "summary_index", item.parts
+    if event_type in _CONTENT_EVENTS or event_type == "response.content_part.added":
+        return "content_index", item.parts
+    return None
+
+
+def _continues(active: ResponseAccumulator, event: Mapping[str, Any]) -> bool:
+    """Whether `event` belongs to the lane's running response rather than opening a new one.
+
+    A start event (created, queued) continues a response that has not started streaming yet:
+    `response.created` (status queued) -> `response.queued` -> `response.in_progress`, or
+    queued -> created, is one response (PROTOCOL.md §10). Anything else continues it."""
+    if event.get("type") not in ("response.created", "response.queued"):
+        return True
+    if active.phase not in (Phase.QUEUED, Phase.CREATED):
+        return False
+    response = event.get("response")
+    new_id = response.get("id") if isinstance(response, dict) else None
+    return active.response_id is None or new_id == active.response_id
+
+
+def is_nested_error(event: Mapping[str, Any]) -> bool:
+    payload = event.get("error")
+    return isinstance(payload, dict) and not missing_fields(payload, ERROR_PAYLOAD_REQUIRED)
+
+
+def is_flat_error(event: Mapping[str, Any]) -> bool:
+    """openai-node's flat mid-stream error: code, message, param at the top level (§10)."""
+    return "error" not in event and isinstance(event.get("message"), str) and "code" in event
 
 
 @dataclass(slots=True)
@@ -579,6 +691,7 @@ class StreamAccumulator:
         self.finished: list[ResponseAccumulator] = []
         self.ended: dict[str | None, ResponseAccumulator] = {}  # per lane, until the next create
         self.request_errors: list[RequestError] = []
+        self.abandoned: list[ResponseAccumulator] = []  # cut off by the next response's start
         self.violations: list[Violation] = []
 
     def feed(self, event: Mapping[str, Any]) -> ResponseAccumulator | RequestError | None:
@@ -592,22 +705,20 @@ class StreamAccumulator:
             active is None or not isinstance(event.get("sequence_number"), int)
         ):
             request_error = RequestError(ApiError.from_event(dict(event)), dict(event), lane)
-            payload = event.get("error")
-            if not isinstance(payload, dict) or missing_fields(payload, ERROR_PAYLOAD_REQUIRED):
+            if is_flat_error(event):
+                self._violate("event.flat_error", "error event with a flat {code, message}")
+            elif not is_nested_error(event):
                 self._violate(
                     "error.shape", "error event without a nested {type, code, message, param}"
                 )
             self.request_errors.append(request_error)
             return request_error
-        if event_type in ("response.created", "response.queued") and active is not None:
-            if (
-                not active.done
-                and event_type == "response.created"
-                and active.phase is not Phase.QUEUED
-            ):
-                self._violate("conn.no_interleave", "response.created before the previous terminal")
-            if active.done or active.phase is not Phase.QUEUED:
-                active = None
+        if active is not None and not _continues(active, event):
+            self._violate(
+                "conn.no_interleave", f"{event_type} before the previous response's terminal"
+            )
+            self.abandoned.append(active)
+            active = None
         if active is None:
             active = ResponseAccumulator(raise_on=self.raise_on)
             self.current[lane] = active
@@ -639,5 +750,5 @@ class StreamAccumulator:
 
     def all_violations(self) -> Iterator[Violation]:
         yield from self.violations
-        for response in (*self.finished, *self.current.values()):
+        for response in (*self.finished, *self.abandoned, *self.current.values()):
             yield from response.violations

@@ -48,6 +48,18 @@ TERMINAL_TYPES: Final = frozenset({"response.completed", "response.failed", "res
 # Not output: the first event of any other type is the TTFT mark (whatever kind of output it is).
 NON_OUTPUT_TYPES: Final = frozenset({*LIFECYCLE_TYPES, "error"})
 
+# The progress events of hosted-tool items (openai-python 3.57 `ResponseStreamEvent`): each names
+# its item by output_index and item_id and carries nothing else required.
+HOSTED_STATUS_EVENTS: Final = (
+    *(f"response.web_search_call.{s}" for s in ("in_progress", "searching", "completed")),
+    *(f"response.file_search_call.{s}" for s in ("in_progress", "searching", "completed")),
+    *(f"response.code_interpreter_call.{s}" for s in ("in_progress", "interpreting", "completed")),
+    *(f"response.image_generation_call.{s}" for s in ("in_progress", "generating", "completed")),
+    *(f"response.mcp_call.{s}" for s in ("in_progress", "completed", "failed")),
+    *(f"response.mcp_list_tools.{s}" for s in ("in_progress", "completed", "failed")),
+    "response.compaction.compacting",
+)
+
 EVENT_TYPES: Final[Mapping[str, EventSpec]] = {
     spec.name: spec
     for spec in (
@@ -76,6 +88,22 @@ EVENT_TYPES: Final[Mapping[str, EventSpec]] = {
         _spec("response.reasoning_summary_text.done", **_SUMMARY, text=_STR),
         _spec("response.reasoning_text.delta", **_PART, delta=_STR),
         _spec("response.reasoning_text.done", **_PART, text=_STR),
+        *(_spec(t, **_ITEM) for t in HOSTED_STATUS_EVENTS),
+        _spec("response.code_interpreter_call_code.delta", **_ITEM, delta=_STR),
+        _spec("response.code_interpreter_call_code.done", **_ITEM, code=_STR),
+        _spec("response.mcp_call_arguments.delta", **_ITEM, delta=_STR),
+        _spec("response.mcp_call_arguments.done", **_ITEM, arguments=_STR),
+        _spec(
+            "response.image_generation_call.partial_image",
+            **_ITEM,
+            partial_image_b64=_STR,
+            partial_image_index=_INT,
+        ),
+        _spec("response.shell_call_command.added", output_index=_INT, command_index=_INT),
+        _spec("response.shell_call_command.delta", output_index=_INT, command_index=_INT),
+        _spec("response.shell_call_command.done", output_index=_INT, command_index=_INT),
+        _spec("response.shell_call_output_content.delta", **_ITEM, command_index=_INT),
+        _spec("response.shell_call_output_content.done", **_ITEM, command_index=_INT),
         # `error` carries sequence_number only when it belongs to a running response.
         EventSpec("error", {"error": _OBJ}),
     )

@@ -51,6 +51,8 @@ class ItemPhase(Enum):
     PART_CLOSED = "part_closed"  # the part's .part.done seen; another part may open
     ARGUMENTS = "arguments"  # function call arguments streaming
     ARGUMENTS_DONE = "arguments_done"
+    REASONING_TEXT_OPEN = "reasoning_text_open"  # a reasoning_text content part, deltas flowing
+    REASONING_TEXT_DONE = "reasoning_text_done"  # its reasoning_text.done seen
     DONE = "done"  # output_item.done
 
 
@@ -60,6 +62,7 @@ _A, _O, _T, _C = (
     ItemPhase.PART_TEXT_DONE,
     ItemPhase.PART_CLOSED,
 )
+_RO, _RT = ItemPhase.REASONING_TEXT_OPEN, ItemPhase.REASONING_TEXT_DONE
 
 ITEM_TRANSITIONS: Final[dict[str, dict[tuple[ItemPhase, str], ItemPhase]]] = {
     "message": {
@@ -92,6 +95,13 @@ ITEM_TRANSITIONS: Final[dict[str, dict[tuple[ItemPhase, str], ItemPhase]]] = {
         (_A, "response.reasoning_text.done"): _A,
         (_C, "response.reasoning_text.delta"): _C,
         (_C, "response.reasoning_text.done"): _C,
+        # Raw chain of thought as content parts (gpt-oss style, PROTOCOL.md §9): content_part.added
+        # -> reasoning_text.delta* -> reasoning_text.done -> content_part.done, per content_index.
+        (_A, "response.content_part.added"): _RO,
+        (_C, "response.content_part.added"): _RO,
+        (_RO, "response.reasoning_text.delta"): _RO,
+        (_RO, "response.reasoning_text.done"): _RT,
+        (_RT, "response.content_part.done"): _C,
         # A reasoning item may carry no summary at all.
         (_A, "response.output_item.done"): ItemPhase.DONE,
         (_C, "response.output_item.done"): ItemPhase.DONE,
@@ -106,8 +116,15 @@ def next_response_phase(phase: Phase, event_type: str, *, is_output: bool) -> Ph
 
 
 def next_item_phase(item_type: str, phase: ItemPhase, event_type: str) -> ItemPhase | None:
-    """The item's phase after `event_type`; None when forbidden. Unknown item types: no table."""
+    """The item's phase after `event_type`; None when forbidden.
+
+    Item types without a table (hosted tools and whatever comes next, PROTOCOL.md §9) have the
+    lenient grammar: any of their own events while open, done on `output_item.done`, nothing
+    after it.
+    """
     table = ITEM_TRANSITIONS.get(item_type)
-    if table is None:
-        return phase
-    return table.get((phase, event_type))
+    if table is not None:
+        return table.get((phase, event_type))
+    if phase is ItemPhase.DONE:
+        return None
+    return ItemPhase.DONE if event_type == "response.output_item.done" else phase

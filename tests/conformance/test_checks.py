@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from harness.conformance.context import CaseExchange, RecordingStream
+from harness.conformance.rules import rule_level
 from harness.conformance.sdk import check_stream, is_structural
 from harness.conformance.twin import CacheTwin
 from harness.protocol.cache import Resolution
@@ -47,10 +48,14 @@ def test_request_errors_between_responses_are_not_strays() -> None:
     assert len(stream.request_errors) == 1
 
 
-def test_a_flat_error_is_an_error_shape_violation() -> None:
+def test_a_flat_error_is_non_strict_and_a_garbled_one_an_error_shape_violation() -> None:
     stream = RecordingStream()
     stream.feed({"type": "error", "status": 400, "code": "c", "message": "m", "param": None})
-    assert rules(stream) == ["error.shape"]
+    assert rules(stream) == ["event.flat_error"]  # openai-node's form: SHOULD, not FAIL
+    assert rule_level("event.flat_error") == "SHOULD"
+    garbled = RecordingStream()
+    garbled.feed({"type": "error", "error": "m"})
+    assert rules(garbled) == ["error.shape"]
 
 
 def test_case_exchange_reads_the_raw_terminal() -> None:
@@ -93,16 +98,30 @@ def test_sdk_models_flag_structure_and_tolerate_new_values() -> None:
     events = canned_events("resp_1")
     events[4] = {k: v for k, v in events[4].items() if k != "delta"}  # a delta without delta
     flat = {"type": "error", "status": 400, "code": "c", "message": "m", "param": None}
-    report = check_stream([*events, flat])
+    garbled = {"type": "error", "error": "not an object"}
+    report = check_stream([*events, flat, garbled])
     models = [f for f in report.findings if f.rule_id == "sdk.event_model"]
     assert len(models) == 2
     assert {"response.output_text.delta", "error"} == {f.message.split()[0] for f in models}
+    # the flat error openai-node declares is a note: the protocol core judges it (SHOULD)
+    assert any("flat" in note for note in report.notes)
     unknown = check_stream([{"type": "response.wsmode_future.delta", "sequence_number": 0}])
     assert not [f for f in unknown.findings if f.rule_id == "sdk.event_model"]
     assert is_structural({"type": "missing", "loc": ("response", "id")})
     assert not is_structural({"type": "missing", "loc": ("usage", "x", "cache_write_tokens")})
     assert not is_structural({"type": "literal_error", "loc": ("response", "error", "code")})
     assert is_structural({"type": "string_type", "loc": ("delta",)})
+
+
+def test_sdk_models_name_the_branch_the_item_is_and_tolerate_in_progress_items() -> None:
+    events = canned_events("resp_1")
+    searching = {"type": "web_search_call", "id": "ws_1", "status": "in_progress"}  # no action
+    added = {"type": "response.output_item.added", "sequence_number": 2, "output_index": 0}
+    assert check_stream([events[0], {**added, "item": searching}]).findings == []
+    done = {**added, "type": "response.output_item.done", "item": {**searching, "id": 1}}
+    (finding,) = [f for f in check_stream([done]).findings if f.rule_id == "sdk.event_model"]
+    assert "ResponseFunctionWebSearch" in finding.message
+    assert "ResponseOutputMessage" not in finding.message  # not the branches it is not
 
 
 def test_the_twin_is_an_lru_with_failure_eviction() -> None:

@@ -123,8 +123,19 @@ def flat_error(events: Events) -> Events:
     return events
 
 
+def garbled_error(events: Events) -> Events:
+    events = flat_error(events)
+    events[-2] = {"type": "error", "sequence_number": events[-2]["sequence_number"], "error": "x"}
+    return events
+
+
 def status_mismatch(events: Events) -> Events:
-    events[-1]["response"]["status"] = "in_progress"
+    events[-1]["response"]["status"] = "incomplete"  # vLLM's completed + incomplete
+    return events
+
+
+def status_not_terminal(events: Events) -> Events:
+    events[-1]["response"]["status"] = "in_progress"  # a client reading status sees it running
     return events
 
 
@@ -143,8 +154,10 @@ MUTATIONS: dict[Callable[[Events], Events], str] = {
     item_done_differs: "item.done_matches",
     completed_with_open_item: "terminal.unfinished_items",
     missing_field: "event.schema",
-    flat_error: "error.shape",
+    flat_error: "event.flat_error",
+    garbled_error: "error.shape",
     status_mismatch: "response.status",
+    status_not_terminal: "response.status_terminal",
 }
 
 
@@ -168,7 +181,7 @@ def test_raise_on_makes_the_first_violation_an_exception() -> None:
 
 
 def test_unknown_event_and_item_types_pass_through(stream: Events) -> None:
-    stream.insert(2, {"type": "response.shell_call_command.delta", "sequence_number": 2})
+    stream.insert(2, {"type": "response.brand_new_call.delta", "sequence_number": 2})
     stream.insert(
         3,
         {
@@ -186,9 +199,13 @@ def test_unknown_event_and_item_types_pass_through(stream: Events) -> None:
     acc = ResponseAccumulator()
     for event in stream:
         acc.feed(event)
-    # the shell_call never gets output_item.done: completion with it open is still a violation
-    assert {v.rule_id for v in acc.violations} == {"terminal.unfinished_items"}
-    assert acc.unknown_types == {"response.shell_call_command.delta"}
+    # the shell_call never gets output_item.done, but the terminal lists it: how production
+    # hosted-tool items look (PROTOCOL.md §9), reported and never failed
+    assert {(v.rule_id, v.level) for v in acc.violations} == {
+        ("event.unknown_type", "INFO"),
+        ("terminal.listed_not_done", "INFO"),
+    }
+    assert acc.unknown_types == {"response.brand_new_call.delta"}
 
 
 def test_mid_stream_failure_is_error_then_failed() -> None:

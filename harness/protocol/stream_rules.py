@@ -1,0 +1,91 @@
+"""The rules of one response stream: stable ids, levels, meanings, and how a broken one is kept.
+
+`ResponseAccumulator` (accumulator.py) reports these; conformance cases, fault tests, reports and
+`wsmode check` refer to them by id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Level = Literal["MUST", "SHOULD", "INFO"]
+
+# Every rule the accumulator can report, with its level and what it means. Rule ids are stable:
+# conformance cases, fault tests and reports refer to them.
+RULES: dict[str, tuple[Level, str]] = {
+    "event.schema": ("MUST", "a known event type carries its required fields with the right types"),
+    "event.unknown_type": ("INFO", "unknown event types pass through (reported, never failed)"),
+    "event.flat_error": (
+        "SHOULD",
+        "error events nest their payload; a flat {code, message, param} (openai-node) is tolerated",
+    ),
+    "seq.start": ("MUST", "sequence_number starts at 0 for every response"),
+    "seq.contiguous": ("MUST", "sequence_number increases by exactly 1"),
+    "seq.resumed": (
+        "INFO",
+        "a resumed background stream (GET ?starting_after=N) begins with response.queued at "
+        "N+1, not 0 (a stream without its created that starts elsewhere is still seq.start)",
+    ),
+    "event.legacy_fields": (
+        "SHOULD",
+        "events carry sequence_number (and text deltas logprobs); recordings of the older API "
+        "lack them, and the SDKs read such streams unharmed",
+    ),
+    "lifecycle.first_event": ("MUST", "a response starts with response.created"),
+    "lifecycle.order": ("MUST", "events follow the lifecycle grammar of PROTOCOL.md §3.3"),
+    "lifecycle.after_terminal": ("MUST", "nothing follows the response's terminal event"),
+    "response.id_stable": ("MUST", "the response id never changes within a response"),
+    "response.schema": ("MUST", "the Response object has its required members"),
+    "response.status": ("SHOULD", "the terminal's response.status matches the terminal type"),
+    "response.status_terminal": (
+        "MUST",
+        "a terminal event's response.status is a terminal status (completed, failed, incomplete, "
+        "cancelled)",
+    ),
+    "item.index_order": ("MUST", "output_item.added announces output_index 0, 1, 2, ... in order"),
+    "item.unknown_index": ("MUST", "events refer only to announced output indices"),
+    "item.id_match": ("MUST", "item_id matches the id of the item announced at that index"),
+    "item.grammar": ("MUST", "item events follow the item grammar (added, parts, deltas, done)"),
+    "item.sequential": ("SHOULD", "strict items stream one after another, never interleaved"),
+    "item.done_matches": ("MUST", "output_item.done carries the content the deltas built"),
+    "item.after_done": ("INFO", "a hosted-tool item's own event after its output_item.done"),
+    "part.index_order": ("MUST", "content/summary parts are announced 0, 1, 2, ... in order"),
+    "part.unknown_index": ("MUST", "events refer only to announced content/summary indices"),
+    "part.done_matches": ("MUST", "a part's .done carries the text its deltas built"),
+    "text.done_matches_deltas": ("MUST", "the deltas concatenate to the .done text"),
+    "arguments.done_matches_deltas": ("MUST", "argument deltas concatenate to the .done arguments"),
+    "terminal.unfinished_items": ("MUST", "response.completed comes only after every item's done"),
+    "terminal.listed_not_done": (
+        "INFO",
+        "a hosted-tool item the terminal response lists without its own output_item.done",
+    ),
+    "terminal.output_matches": ("MUST", "the terminal response lists the items that were streamed"),
+    "usage.present": ("MUST", "a completed or incomplete response reports usage"),
+    "usage.consistent": ("MUST", "total = input + output tokens; cached <= input"),
+    "error.shape": ("MUST", "error events nest {type, code, message, param} under 'error'"),
+    "failed.error": ("MUST", "response.failed carries response.error {code, message}"),
+    "incomplete.reason": ("MUST", "response.incomplete carries incomplete_details.reason"),
+    "conn.no_interleave": ("MUST", "responses on one lane never interleave (FIFO, one in flight)"),
+}
+
+
+# A terminal event's response.status must be one of these (the SDK's ResponseStatus minus the
+# running states): clients branch on it.
+TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "incomplete", "cancelled"})
+
+
+@dataclass(slots=True)
+class Violation:
+    rule_id: str
+    message: str  # about the first offending event
+    sequence_number: int | None = None  # the first offending event's
+    count: int = 1  # events that broke the rule for the same cause
+
+    @property
+    def level(self) -> Level:
+        return RULES[self.rule_id][0]
+
+    def describe(self) -> str:
+        """The message, with how many events shared the cause when more than one did."""
+        return self.message if self.count == 1 else f"{self.message} ({self.count} events)"

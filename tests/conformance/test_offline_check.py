@@ -1,0 +1,91 @@
+"""`wsmode check`: exit codes, forms of input, positions; through the real CLI entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import main
+from harness.transport.sse_wire import encode_events
+from tests.protocol.conftest import full_stream
+
+RECORDED = Path(__file__).parents[1] / "protocol" / "recorded"
+
+
+def _clean_events() -> list[dict[str, Any]]:
+    return full_stream()
+
+
+def test_clean_jsonl_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "clean.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in _clean_events()))
+    assert main(["check", str(path)]) == 0
+    assert ": PASS" in capsys.readouterr().out
+
+
+def test_broken_stream_exits_1_and_names_rule_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = _clean_events()
+    events[-1]["response"]["status"] = "in_progress"
+    path = tmp_path / "broken.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert main(["check", "--json", str(path)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    (finding,) = report["files"][0]["responses"][0]["findings"]
+    assert (finding["rule_id"], finding["level"]) == ("response.status_terminal", "MUST")
+    assert finding["line"] == len(events)
+
+
+def test_sse_text_with_done_sentinel_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "body.sse"
+    path.write_bytes(encode_events(_clean_events()) + b"data: [DONE]\n\n")
+    assert main(["check", str(path)]) == 0
+
+
+def test_garbage_exits_2_with_one_line_naming_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "garbage.jsonl"
+    path.write_text(json.dumps(_clean_events()[0]) + "\n{not json\n")
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"wsmode check: {path}:2: not a JSON object") and "\n" not in err
+
+
+def test_text_that_is_no_stream_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("hello\nworld\n")
+    assert main(["check", str(path)]) == 2
+    assert "no Responses events" in capsys.readouterr().err
+
+
+def test_several_responses_in_one_file_are_split(tmp_path: Path) -> None:
+    from harness.conformance.offline_check import check_file
+
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in _clean_events() * 2))
+    assert [r.verdict for r in check_file(path).responses] == ["PASS", "PASS"]
+
+
+def test_wire_log_entries_are_read_per_connection(tmp_path: Path) -> None:
+    from harness.conformance.offline_check import check_file
+
+    entries = [{"t_ms": 0, "conn": "ws", "dir": "send", "kind": "text", "bytes": 2, "data": "{}"}]
+    for event in _clean_events():
+        data = json.dumps(event)
+        entries.append(
+            {"t_ms": 1, "conn": "ws", "dir": "recv", "kind": "text", "bytes": 1, "data": data}
+        )
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"cases": [{"id": "c1", "wire_log": entries}]}))
+    (response,) = check_file(path).responses
+    assert (response.stream, response.verdict) == ("case c1 conn ws", "PASS")
+
+
+def test_recorded_cassette_is_read() -> None:
+    path = RECORDED / "llm-openai-plugin" / "test_tools.yaml"
+    assert main(["check", str(path)]) == 0
