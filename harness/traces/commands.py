@@ -77,6 +77,11 @@ def register(subparsers: Any) -> None:
     val = sub.add_parser("validate", help="load trace files strictly; print a summary")
     val.add_argument("paths", nargs="+")
     val.set_defaults(handler=_validate)
+    _register_convert(sub)
+    traces.set_defaults(handler=lambda args: (traces.print_help(), 2)[1])
+
+
+def _register_convert(sub: Any) -> None:
     conv = sub.add_parser(
         "convert",
         help="convert recorded agent sessions (codex, chat, swe-agent, openhands, kvcache)",
@@ -93,7 +98,6 @@ def register(subparsers: Any) -> None:
     conv.add_argument("--out", required=True)
     conv.add_argument("--agent-kind", default="unknown")
     conv.set_defaults(handler=_convert)
-    traces.set_defaults(handler=lambda args: (traces.print_help(), 2)[1])
 
 
 def _record(args: argparse.Namespace) -> int:
@@ -190,7 +194,10 @@ def _convert(args: argparse.Namespace) -> int:
         print(f"wsmode traces convert: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"wsmode traces convert: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        print(
+            f"wsmode traces convert: cannot write {args.out}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 2
     print(f"{args.out}: {summary_line(rollouts)}")
     return 0

@@ -152,7 +152,9 @@ class _ChatFeeder:
             self._tool(i, msg, where)
         else:
             missing = " (missing)" if "role" not in msg else ""
-            raise where.error(f"unsupported role {show(role)}{missing} (expected {_ROLES})", ".role")
+            raise where.error(
+                f"unsupported role {show(role)}{missing} (expected {_ROLES})", ".role"
+            )
 
     def _assistant(self, msg: Mapping[str, Any], where: Where) -> None:
         reasoning = msg.get("reasoning_content") or msg.get("reasoning")

@@ -144,23 +144,26 @@ def _event(s: _Session, payload: Mapping[str, Any]) -> None:
 
 def _task_complete(s: _Session, payload: Mapping[str, Any]) -> None:
     """The recorded task timings: TTFT on the task's first turn, duration on its last."""
-    ttft = payload.get("time_to_first_token_ms")
-    duration = payload.get("duration_ms")
+    ttft = _ms(payload.get("time_to_first_token_ms"))
+    duration = _ms(payload.get("duration_ms"))
     b = s.builder
-    if _is_ms(duration):
-        b.observe({"task_duration_ms": float(duration)})
+    if duration is not None:
+        b.observe({"task_duration_ms": duration})
         s.tasks_timed += 1
-    if _is_ms(ttft) and s.task_start < len(b.turns):
+    if ttft is not None and s.task_start < len(b.turns):
         first = b.turns[s.task_start]
         b.turns[s.task_start] = dataclasses.replace(
-            first, observed={**first.observed, "ttft_ms": float(ttft)}
+            first, observed={**first.observed, "ttft_ms": ttft}
         )
-    elif _is_ms(ttft) and b.open.outputs:
-        b.open.observed["ttft_ms"] = float(ttft)
+    elif ttft is not None and b.open.outputs:
+        b.open.observed["ttft_ms"] = ttft
 
 
-def _is_ms(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+def _ms(value: Any) -> float | None:
+    """A recorded duration in ms, or None when absent or not a number >= 0."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
 
 
 def _usage(usage: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,7 +176,9 @@ def _usage(usage: Mapping[str, Any]) -> dict[str, Any]:
 
 def _line(s: _Session, lineno: int, line: Any) -> None:
     if not isinstance(line, Mapping):
-        raise TraceFormatError(f"expected a JSON object, got {show(line)}", path=s.label, line=lineno)
+        raise TraceFormatError(
+            f"expected a JSON object, got {show(line)}", path=s.label, line=lineno
+        )
     kind, payload = line.get("type"), line.get("payload")
     where = Where(s.label, lineno, "payload")
     if not isinstance(kind, str):
@@ -207,7 +212,9 @@ def _tools(meta: Mapping[str, Any], where: Where) -> list[JSONObject]:
     tools: list[JSONObject] = []
     for i, spec in enumerate(raw):
         if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
-            raise where.error(f"expected a tool with a name, got {show(spec)}", f".dynamic_tools[{i}]")
+            raise where.error(
+                f"expected a tool with a name, got {show(spec)}", f".dynamic_tools[{i}]"
+            )
         params = spec.get("inputSchema", spec.get("input_schema", spec.get("parameters")))
         tools.append(
             {
@@ -224,7 +231,9 @@ def _rollout_meta(s: _Session, name: str) -> JSONObject:
     meta_in: Mapping[str, Any] = s.meta or {}
     timing = "approximate, from rollout line timestamps"
     if s.tasks_timed:
-        timing = "task duration and TTFT recorded (task_complete); per-request times from timestamps"
+        timing = (
+            "task duration and TTFT recorded (task_complete); per-request times from timestamps"
+        )
     meta: JSONObject = {
         "converted_from": name,
         "converter": "harness.traces.converters.codex",

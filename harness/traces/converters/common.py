@@ -126,7 +126,8 @@ class TurnBuilder:
             self.open.observed.update(values)
         else:
             last = self.turns[-1]
-            self.turns[-1] = dataclasses.replace(last, observed={**last.observed, **values})
+            observed, outputs = _hidden_reasoning({**last.observed, **values}, list(last.output))
+            self.turns[-1] = dataclasses.replace(last, observed=observed, output=tuple(outputs))
 
     def set_tool_wait(self, wait_ms: float) -> None:
         """A recorded tool time for the turn being opened (instead of the timestamp gap)."""

@@ -15,8 +15,8 @@ the blocks the recorded ones shared. The mapping, request by request:
 * request *i+1*'s new input is the rest of its prompt: a tool output after a call
   (``tool_wait_ms`` = ``think_time``), else a user message (``observed.user_wait_ms``);
 * a request whose prompt does not keep the previous one (all but its last
-  ``TAIL_REWRITE_BLOCKS`` blocks: a compaction, an edit of history) cannot continue a ``previous_response_id`` chain: it starts a new rollout ``<id>-s2``, ...
-  (``meta.continues``);
+  ``TAIL_REWRITE_BLOCKS`` blocks: a compaction, an edit of history) cannot continue a
+  ``previous_response_id`` chain: it starts a new rollout ``<id>-s2``, ... (``meta.continues``);
 * a sub-agent is its own rollout ``<id>-<agent_id>`` (``meta.parent_rollout``,
   ``meta.spawned_after_turn``, ``meta.start_offset_ms``); the parent's next request waits
   for it as recorded (its ``think_time`` spans the sub-agent's run).
@@ -73,7 +73,9 @@ class Agent:
     spawned: tuple[tuple[int, Mapping[str, Any], Where], ...]  # (after request k, entry, where)
 
 
-def _number(entry: Mapping[str, Any], key: str, w: Where, *, required: bool = False) -> float | None:
+def _number(
+    entry: Mapping[str, Any], key: str, w: Where, *, required: bool = False
+) -> float | None:
     value = entry.get(key)
     if value is None and not required:
         return None
@@ -103,7 +105,9 @@ def parse_request(
 ) -> Request:
     in_tokens = _count(entry, "in", w)
     ids = entry.get("hash_ids")
-    if not isinstance(ids, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in ids):
+    if not isinstance(ids, list) or not all(
+        isinstance(x, int) and not isinstance(x, bool) for x in ids
+    ):
         missing = " (missing)" if "hash_ids" not in entry else ""
         raise w.error(f"expected a list of integers, got {show(ids)}{missing}", ".hash_ids")
     need = math.ceil(in_tokens / block)
@@ -174,7 +178,10 @@ def extends(a: Request, b: Request, block: int) -> bool:
     """Does ``b``'s prompt keep ``a``'s (all but a rewritten tail), so a chain can continue?"""
     full = a.in_tokens // block
     kept = shared_blocks(a, b)
-    return kept >= full - TAIL_REWRITE_BLOCKS and b.in_tokens >= a.in_tokens - TAIL_REWRITE_BLOCKS * block
+    return (
+        kept >= full - TAIL_REWRITE_BLOCKS
+        and b.in_tokens >= a.in_tokens - TAIL_REWRITE_BLOCKS * block
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +204,9 @@ def _user(text: str) -> JSONObject:
 
 def _outputs(shape: _Shape, r: Request, nxt: Request | None, call_id: str) -> list[OutputSpec]:
     """Request ``r``'s output: visible text from the next prompt, the rest hidden reasoning."""
-    visible = r.out_tokens if nxt is None else max(0, min(r.out_tokens, nxt.in_tokens - r.in_tokens))
+    visible = (
+        r.out_tokens if nxt is None else max(0, min(r.out_tokens, nxt.in_tokens - r.in_tokens))
+    )
     if nxt is None:
         text = fresh_text(shape.scope, f"out:{call_id}", visible)
     else:
@@ -354,7 +363,9 @@ def _subagent(
     spawner = parent.requests[max(after, 0)].index
     parent_id, turn = turn_of.get(spawner, (parent.rollout_id, 0))
     models = entry.get("models")
-    child_model = models[0] if isinstance(models, list) and models and isinstance(models[0], str) else model
+    child_model = (
+        models[0] if isinstance(models, list) and models and isinstance(models[0], str) else model
+    )
     child_meta: JSONObject = {
         **meta,
         "parent_rollout": parent_id,
@@ -384,7 +395,11 @@ def convert_kvcache(
     scope = "global" if doc.get("hash_id_scope") == "global" else trace_id
     agent = parse_agent(doc, rollout_id or f"kvcache-{trace_id}", block, top)
     models = doc.get("models")
-    model = models[0] if isinstance(models, list) and models and isinstance(models[0], str) else "unknown"
+    model = (
+        models[0]
+        if isinstance(models, list) and models and isinstance(models[0], str)
+        else "unknown"
+    )
     meta: JSONObject = {
         "converter": "harness.traces.converters.kvcache",
         "converted_from": p.name,

@@ -85,7 +85,9 @@ def _response_outputs(s: _Stream, meta: Mapping[str, Any], when: float | None, w
         raise w.error(f"expected a non-empty list, got {show(choices)}", ".model_response.choices")
     message = choices[0].get("message")
     if not isinstance(message, Mapping):
-        raise w.error(f"expected an object, got {show(message)}", ".model_response.choices[0].message")
+        raise w.error(
+            f"expected an object, got {show(message)}", ".model_response.choices[0].message"
+        )
     _message_outputs(s, message, when, w.at(".model_response.choices[0].message"))
     usage = response.get("usage")
     if isinstance(usage, Mapping):
@@ -102,12 +104,18 @@ def _message_outputs(s: _Stream, message: Mapping[str, Any], when: float | None,
     for k, call in enumerate(calls):
         fn = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(fn, Mapping) or not isinstance(call.get("id"), str):
-            raise w.error(f"expected a tool call with id and function, got {show(call)}", f".tool_calls[{k}]")
+            raise w.error(
+                f"expected a tool call with id and function, got {show(call)}", f".tool_calls[{k}]"
+            )
         name = fn.get("name")
         if not isinstance(name, str) or not name:
-            raise w.error(f"expected a non-empty string, got {show(name)}", f".tool_calls[{k}].function.name")
+            raise w.error(
+                f"expected a non-empty string, got {show(name)}", f".tool_calls[{k}].function.name"
+            )
         arguments = fn.get("arguments")
-        spec = OutputSpec.function_call(name, arguments if isinstance(arguments, str) else "{}", call["id"])
+        spec = OutputSpec.function_call(
+            name, arguments if isinstance(arguments, str) else "{}", call["id"]
+        )
         s.builder.add_output(spec, when, w)
 
 
@@ -149,7 +157,9 @@ def _observation(s: _Stream, event: Mapping[str, Any], when: float | None, w: Wh
         return
     call_id = meta.get("tool_call_id")
     if not isinstance(call_id, str) or not call_id:
-        raise w.error(f"expected a tool call id, got {show(call_id)}", ".tool_call_metadata.tool_call_id")
+        raise w.error(
+            f"expected a tool call id, got {show(call_id)}", ".tool_call_metadata.tool_call_id"
+        )
     content = event.get("content", event.get("message"))
     item = {"type": "function_call_output", "call_id": call_id, "output": str(content or "")}
     s.builder.add_input(item, when, w)

@@ -29,7 +29,9 @@ ACTION_TOOL = "swe_agent_action"
 def _execution_times_ms(doc: Mapping[str, Any], label: str) -> list[float | None]:
     steps = doc.get("trajectory") or []
     if not isinstance(steps, list):
-        raise TraceFormatError(f"expected a list, got {show(steps)}", path=label, field="trajectory")
+        raise TraceFormatError(
+            f"expected a list, got {show(steps)}", path=label, field="trajectory"
+        )
     times: list[float | None] = []
     for step in steps:
         raw = step.get("execution_time") if isinstance(step, Mapping) else None
@@ -96,7 +98,9 @@ def convert_swe_agent(
     if not isinstance(history, list):
         missing = " (missing)" if "history" not in doc else ""
         raise TraceFormatError(
-            f"expected a list of messages, got {show(history)}{missing}", path=label, field="history"
+            f"expected a list of messages, got {show(history)}{missing}",
+            path=label,
+            field="history",
         )
     messages, action_of = normalize_history(history, label)
     times = _execution_times_ms(doc, label)
