@@ -46,10 +46,14 @@ class Where:
     field: str
 
     def error(self, reason: str, sub: str = "") -> TraceFormatError:
-        return TraceFormatError(reason, path=self.path, line=self.line, field=self.field + sub)
+        return TraceFormatError(reason, path=self.path, line=self.line, field=self._join(sub))
 
     def at(self, sub: str) -> Where:
-        return dataclasses.replace(self, field=self.field + sub)
+        return dataclasses.replace(self, field=self._join(sub))
+
+    def _join(self, sub: str) -> str:
+        # a path from the document root has no leading dot: "requests[1].in"
+        return self.field + sub if self.field else sub.lstrip(".")
 
 
 @dataclasses.dataclass
