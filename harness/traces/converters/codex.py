@@ -13,7 +13,6 @@ import dataclasses
 import json
 import os
 from collections.abc import Iterator, Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from harness.traces.converters.common import (
     req_str,
     show,
     text_of,
+    timestamp_ms,
 )
 from harness.traces.format import JSONObject, OutputSpec, Rollout, TraceFormatError
 
@@ -59,15 +59,6 @@ class _Session:
 
     def skip(self, name: str) -> None:
         self.skipped[name] = self.skipped.get(name, 0) + 1
-
-
-def timestamp_ms(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000.0
-    except ValueError:
-        return None
 
 
 def _output_text(output: Any, where: Where) -> str:

@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -344,3 +345,13 @@ def read_text(path: Path) -> str:
         raise TraceFormatError("is a directory, expected a file", path=path) from None
     except OSError as exc:
         raise TraceFormatError(f"cannot read: {exc.strerror}", path=path) from None
+
+
+def timestamp_ms(value: Any) -> float | None:
+    """An ISO-8601 timestamp (``Z`` or an offset) in epoch ms, or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000.0
+    except ValueError:
+        return None

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from harness.traces.converters.common import (
     infer_tools,
     read_json,
     show,
+    timestamp_ms,
 )
 from harness.traces.format import JSONObject, OutputSpec, Rollout, TraceFormatError
 
@@ -48,13 +48,7 @@ class _Stream:
 
 
 def _when(event: Mapping[str, Any]) -> float | None:
-    value = event.get("timestamp")
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000.0
-    except ValueError:
-        return None
+    return timestamp_ms(event.get("timestamp"))
 
 
 def _events(doc: Any, label: str) -> tuple[list[Any], str]:
