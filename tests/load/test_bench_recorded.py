@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 
 from harness.cli import build_parser
-from harness.load.bench_config import DEFAULT_TRACES, corpus_traces
+from harness.load.bench_config import DEFAULT_TRACES, BenchConfig, corpus_traces
+from harness.load.bench_console import format_analysis
 from harness.load.bench_recorded import format_recorded, recorded_vs_replayed
+from harness.load.bench_result import BenchRun, build_result
+from harness.load.bench_run import run_variants
 from harness.load.commands import config_from_args
+from harness.load.replay import ReplayOptions
+from harness.load.variants import Variant
+from harness.report.bench_html import render_report
+from harness.results.schema import validate_result
+from harness.traces.converters.kvcache import convert_kvcache
 from harness.traces.format import OutputSpec, Rollout, Turn, input_message, load_traces
+
+from .replay_support import endpoint, reference_server, run
 
 
 def rollout(observed: list[dict[str, float]]) -> Rollout:
@@ -102,3 +113,21 @@ def test_the_real_corpus_ships_its_provenance() -> None:
     text = readme.read_text(encoding="utf-8")
     for name in (p.name for p in Path(corpus_traces("real")).glob("*.jsonl")):
         assert name in text
+
+
+def test_a_bench_of_a_real_capture_reports_recorded_beside_replayed(tmp_path: Path) -> None:
+    sample = Path(__file__).resolve().parents[1] / "traces/samples/real/kvcache-trace_0022.json"
+    rollouts = convert_kvcache(sample)
+    config = BenchConfig(traces=str(sample), per_kind=None, modes=("ws", "http"))
+    with reference_server(tmp_path / "d") as srv:
+        variants = [Variant(m, endpoint(srv), ReplayOptions(mode=m)) for m in ("ws", "http")]
+        bench_run = BenchRun(config, variants, rollouts)
+        bench_run.results = run(run_variants(bench_run, progress=io.StringIO()))
+    result = build_result(bench_run)
+    validate_result(result)
+    (row,) = result["bench"]["analysis"]["recorded_vs_replayed"]
+    assert row["metric"] == "turn time" and row["turns"] == len(rollouts[0].turns)
+    assert set(row["replayed_p50_ms"]) == {"ws", "http"}
+    assert all(v is not None for v in row["replayed_p50_ms"].values())
+    assert "Recorded vs replayed" in format_analysis(result)
+    assert "<h2>Recorded vs replayed</h2>" in render_report(result)
