@@ -45,3 +45,8 @@ def target_profile_path(name: str) -> Path:
 
 def corpus_dir() -> Path:
     return bundled_dir("traces") / "corpus"
+
+
+def real_corpus_dir() -> Path:
+    """`traces/real`: rollouts converted from public recordings of real agent sessions."""
+    return bundled_dir("traces") / "real"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.bundled import BundledDataMissing, corpus_dir
+from harness.bundled import BundledDataMissing, corpus_dir, real_corpus_dir
 from harness.load.embedded_server import DEFAULT_PROFILE
 from harness.load.replay import MODES, Mode
 from harness.traces.format import Rollout
@@ -34,6 +34,23 @@ def _bundled_corpus() -> str:
 
 
 DEFAULT_TRACES = _bundled_corpus()
+#: `--corpus NAME`: the bundled corpora (generated rollouts, or ones converted from public
+#: recordings of real agent sessions, traces/real).
+CORPORA = ("generated", "real")
+
+
+def corpus_traces(name: str) -> str:
+    """The trace directory of a bundled corpus."""
+    if name not in CORPORA:
+        raise ValueError(f"--corpus: expected one of {', '.join(CORPORA)}, got {name!r}")
+    if name == "generated":
+        return DEFAULT_TRACES
+    try:
+        return str(real_corpus_dir())
+    except BundledDataMissing:
+        return str(Path("traces") / "real")
+
+
 # The default subset: the N shortest rollouts (fewest turns) of each agent kind of the bundled
 # corpus, at time_scale 0 and concurrency 4: 9 rollouts, 25-43 turns and 27-55 tool calls each.
 # Measured on the 2-core reference machine: about 1.5 min for the three modes, ~2 min with

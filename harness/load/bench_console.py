@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from harness.load.bench_recorded import format_recorded
 from harness.load.bench_result import CUT_ERROR, is_cut
 from harness.load.replay import RolloutResult
 
@@ -159,6 +160,7 @@ def format_analysis(result: Mapping[str, Any]) -> str:
         *_sensitivity_lines(analysis.get("tool_time_sensitivity", [])),
         *_ablation_lines(analysis.get("ablation", [])),
         *_stage_lines(analysis.get("stages_ms", {})),
+        *format_recorded(analysis.get("recorded_vs_replayed", [])),
     ]
     return "\n".join(lines)
 

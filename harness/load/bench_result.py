@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.load.bench_config import BenchConfig
+from harness.load.bench_recorded import recorded_vs_replayed
 from harness.load.replay import RolloutResult
 from harness.load.variants import NOCACHE_VARIANT, OPTIMIZATION_FLAGS, Variant, ablation_name
 from harness.results import compare as cmp
@@ -139,6 +140,9 @@ def build_result(run: BenchRun) -> dict[str, Any]:
     analysis = analyse(bench["rollouts"], bench["samples"], names, seed=config.seed)
     bench["comparisons"] = [c.to_dict() for c in analysis["comparisons"]]
     bench["analysis"] = _analysis_section(analysis)
+    bench["analysis"]["recorded_vs_replayed"] = recorded_vs_replayed(
+        run.rollouts, bench["samples"], names
+    )
     return finish_result(result)
 
 

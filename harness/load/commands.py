@@ -9,11 +9,13 @@ import re
 import sys
 
 from harness.load.bench_config import (
+    CORPORA,
     DEFAULT_CONCURRENCY,
     DEFAULT_PER_KIND,
     DEFAULT_TIME_SCALE,
     DEFAULT_TRACES,
     BenchConfig,
+    corpus_traces,
 )
 from harness.load.bench_run import run_bench, usage_error
 from harness.load.embedded_server import DEFAULT_PROFILE
@@ -62,7 +64,13 @@ def _add_target_arguments(target: argparse._ArgumentGroup) -> None:
 
 
 def _add_workload_arguments(work: argparse._ArgumentGroup) -> None:
-    work.add_argument("--traces", default=DEFAULT_TRACES, help="trace file or directory")
+    work.add_argument("--traces", help=f"trace file or directory (default {DEFAULT_TRACES})")
+    work.add_argument(
+        "--corpus",
+        choices=CORPORA,
+        help="a bundled corpus instead of --traces: generated (the default) or real "
+        "(converted from public recordings of real agent sessions, traces/real)",
+    )
     work.add_argument(
         "--per-kind",
         type=int,
@@ -158,6 +166,12 @@ def parse_levels(text: str) -> tuple[int, ...]:
         raise ValueError(f"--sweep: expected comma-separated integers, got {text!r}") from None
 
 
+def _traces(traces: str | None, corpus: str | None) -> str:
+    if traces is not None and corpus is not None:
+        raise ValueError("--traces and --corpus name two workloads: give one")
+    return traces if traces is not None else corpus_traces(corpus or "generated")
+
+
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
     modes = tuple(parse_mode(m.strip()) for m in args.modes.split(",") if m.strip())
     target, http_target = derive_urls(args.target, args.http_target)
@@ -167,7 +181,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         api_key=args.api_key,
         name=args.name,
         profile=args.profile,
-        traces=args.traces,
+        traces=_traces(args.traces, args.corpus),
         per_kind=args.per_kind or None,
         rollout_ids=tuple(args.rollout),
         max_turns=args.max_turns,

@@ -154,9 +154,29 @@ def _cell(value: Any) -> str:
 
 def render_report(result: Mapping[str, Any]) -> str:
     bench = result["bench"]
+    analysis = bench.get("analysis", {})
+    sets = {name: MetricSet.from_dict(entry) for name, entry in bench["modes"].items()}
+    main_modes = [m for m in bench["modes"] if m in ("ws", "http", "http-chained")]
+    main_modes = main_modes or list(bench["modes"])
+    parts = [
+        *_head_section(result),
+        *_latency_section(bench["modes"]),
+        *_comparison_section(bench.get("comparisons", [])),
+        *_recorded_section(analysis.get("recorded_vs_replayed", [])),
+        *_ttft_section(bench, sets, main_modes),
+        *_per_rollout_section(analysis.get("per_rollout_speedup", {}), main_modes),
+        *_split_section(analysis),
+        *_ablation_section(analysis.get("ablation", [])),
+        *_stages_section(analysis),
+        *_run_section(result),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _head_section(result: Mapping[str, Any]) -> list[str]:
+    bench = result["bench"]
     config = result.get("config", {})
-    modes = bench["modes"]
-    sets = {name: MetricSet.from_dict(entry) for name, entry in modes.items()}
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>wsmode bench — {escape(result['target']['name'])}</title>",
@@ -172,8 +192,11 @@ def render_report(result: Mapping[str, Any]) -> str:
         parts.append(
             "<ul class='note'>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
         )
+    return parts
 
-    # summary table
+
+def _latency_section(modes: Mapping[str, Any]) -> list[str]:
+    parts: list[str] = []
     rows = []
     for name, entry in modes.items():
         s = entry["summary"]
@@ -212,7 +235,11 @@ def render_report(result: Mapping[str, Any]) -> str:
             rows,
         )
     )
-    comps = bench.get("comparisons", [])
+    return parts
+
+
+def _comparison_section(comps: Sequence[Mapping[str, Any]]) -> list[str]:
+    parts: list[str] = []
     if comps:
         parts.append("<h2>Paired comparisons against http</h2>")
         parts.append(
@@ -249,6 +276,13 @@ def render_report(result: Mapping[str, Any]) -> str:
             "seeded percentile-bootstrap 95% interval; model-side leaves the recorded tool time "
             "out (API + inference only).</p>"
         )
+    return parts
+
+
+def _ttft_section(
+    bench: Mapping[str, Any], sets: Mapping[str, MetricSet], main_modes: Sequence[str]
+) -> list[str]:
+    parts: list[str] = []
     parts.append("<h2>TTFT distribution</h2>")
     parts.append(
         cdf_chart(
@@ -256,7 +290,6 @@ def render_report(result: Mapping[str, Any]) -> str:
             title="TTFT CDF per mode",
         )
     )
-    main_modes = [m for m in modes if m in ("ws", "http", "http-chained")] or list(modes)
     scatter = []
     for name in main_modes:
         pts = [
@@ -273,7 +306,11 @@ def render_report(result: Mapping[str, Any]) -> str:
             y_label="TTFT ms (log)",
         )
     )
-    per_rollout = bench.get("analysis", {}).get("per_rollout_speedup", {})
+    return parts
+
+
+def _per_rollout_section(per_rollout: Mapping[str, Any], main_modes: Sequence[str]) -> list[str]:
+    parts: list[str] = []
     for mode, values in per_rollout.items():
         if values and mode in main_modes:
             bars = []
@@ -288,7 +325,11 @@ def render_report(result: Mapping[str, Any]) -> str:
                     unit="× (1 = no change)",
                 )
             )
-    analysis = bench.get("analysis", {})
+    return parts
+
+
+def _split_section(analysis: Mapping[str, Any]) -> list[str]:
+    parts: list[str] = []
     split = [t for t in analysis.get("split", []) if t.get("saved_ms_per_rollout") is not None]
     if split:
         parts.append("<h2>Where the saving comes from</h2>")
@@ -318,7 +359,11 @@ def render_report(result: Mapping[str, Any]) -> str:
             "connection-scoped cache (no hydration, incremental checks and rendering, routing "
             "reuse). The terms add up to http − ws.</p>"
         )
-    ablation = analysis.get("ablation", [])
+    return parts
+
+
+def _ablation_section(ablation: Sequence[Mapping[str, Any]]) -> list[str]:
+    parts: list[str] = []
     if ablation:
         parts.append("<h2>Ablation: each optimization switched off in turn</h2>")
         parts.append(
@@ -347,6 +392,11 @@ def render_report(result: Mapping[str, Any]) -> str:
                 left=2,
             )
         )
+    return parts
+
+
+def _stages_section(analysis: Mapping[str, Any]) -> list[str]:
+    parts: list[str] = []
     stages = {k: v for k, v in analysis.get("stages_ms", {}).items() if v}
     if stages:
         names = sorted({n for v in stages.values() for n in v})
@@ -357,6 +407,12 @@ def render_report(result: Mapping[str, Any]) -> str:
                 [[m, *(v.get(n, 0.0) for n in names)] for m, v in stages.items()],
             )
         )
+    return parts
+
+
+def _run_section(result: Mapping[str, Any]) -> list[str]:
+    config = result.get("config", {})
+    parts: list[str] = []
     parts.append("<h2>Run</h2>")
     parts.append(
         _table(
@@ -371,8 +427,27 @@ def render_report(result: Mapping[str, Any]) -> str:
         f"{machine.get('cores')} cores, {escape(str(machine.get('python')))}; harness "
         f"{escape(str(harness.get('version')))} @ {escape(str(harness.get('commit')))}</p>"
     )
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return parts
+
+
+def _recorded_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Recorded timings of the trace beside the replayed ones, per mode (when kept)."""
+    if not rows:
+        return []
+    modes = list(rows[0]["replayed_p50_ms"])
+    table = _table(
+        ["metric", "turns", "recorded p50", *(f"{m} p50" for m in modes)],
+        [
+            [r["metric"], r["turns"], r["recorded_p50_ms"], *r["replayed_p50_ms"].values()]
+            for r in rows
+        ],
+    )
+    note = (
+        "<p class='note'>Medians in ms over the turns whose trace kept the timing (observed "
+        "ttft_ms, e2e_ms from the recording), beside the same turns replayed: how far the "
+        "server profile is from the recorded service.</p>"
+    )
+    return ["<h2>Recorded vs replayed</h2>", table, note]
 
 
 def _ci(ci: Any) -> str:

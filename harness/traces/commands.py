@@ -14,6 +14,7 @@ from harness.traces.format import TraceFormatError
 #: The file `traces generate --count` writes when --out names a directory.
 GENERATED_FILE_NAME = "generated.jsonl"
 _TRACE_SUFFIXES = (".jsonl", ".jsonl.gz")
+CONVERT_SOURCES = ("codex", "chat", "swe-agent", "openhands", "kvcache")
 
 
 def register(subparsers: Any) -> None:
@@ -76,13 +77,27 @@ def register(subparsers: Any) -> None:
     val = sub.add_parser("validate", help="load trace files strictly; print a summary")
     val.add_argument("paths", nargs="+")
     val.set_defaults(handler=_validate)
-    conv = sub.add_parser("convert", help="convert codex sessions or chat exports to a trace")
-    conv.add_argument("--from", dest="source", choices=("codex", "chat"), required=True)
-    conv.add_argument("inputs", nargs="+", help="files (codex: rollout-*.jsonl or a directory)")
+    _register_convert(sub)
+    traces.set_defaults(handler=lambda args: (traces.print_help(), 2)[1])
+
+
+def _register_convert(sub: Any) -> None:
+    conv = sub.add_parser(
+        "convert",
+        help="convert recorded agent sessions (codex, chat, swe-agent, openhands, kvcache)",
+        description=(
+            "Convert recorded sessions to one trace file and print what was kept: rollouts, "
+            "turns, tool calls and how many were linked to their outputs. Bad input exits 2 "
+            "with the file, line or JSON path and the field."
+        ),
+    )
+    conv.add_argument("--from", dest="source", choices=CONVERT_SOURCES, required=True)
+    conv.add_argument(
+        "inputs", nargs="+", help="files, or directories (searched for the source's files)"
+    )
     conv.add_argument("--out", required=True)
     conv.add_argument("--agent-kind", default="unknown")
     conv.set_defaults(handler=_convert)
-    traces.set_defaults(handler=lambda args: (traces.print_help(), 2)[1])
 
 
 def _record(args: argparse.Namespace) -> int:
@@ -169,21 +184,20 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from harness.traces.convert import convert_chat, convert_codex, iter_codex_sessions
+    from harness.traces.convert_cli import convert_inputs, summary_line
     from harness.traces.format import dump_rollouts
 
-    rollouts = []
     try:
-        for raw in args.inputs:
-            path = Path(raw)
-            if args.source == "codex":
-                files = list(iter_codex_sessions(path)) if path.is_dir() else [path]
-                rollouts += [convert_codex(f, agent_kind=args.agent_kind) for f in files]
-            else:
-                rollouts.append(convert_chat(path, agent_kind=args.agent_kind))
+        rollouts = convert_inputs(args.source, [Path(p) for p in args.inputs], args.agent_kind)
         dump_rollouts(rollouts, args.out)
     except TraceFormatError as exc:
         print(f"wsmode traces convert: {exc}", file=sys.stderr)
-        return 1
-    print(f"{args.out}: {len(rollouts)} rollouts")
+        return 2
+    except OSError as exc:
+        print(
+            f"wsmode traces convert: cannot write {args.out}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"{args.out}: {summary_line(rollouts)}")
     return 0

@@ -41,7 +41,15 @@ OutputType: TypeAlias = Literal["message", "function_call", "reasoning"]
 
 TRACE_FORMAT: Final = "wsmode-trace"
 TRACE_VERSION: Final = 1
-SOURCES: Final = ("generated", "codex", "chat-export", "recorded")
+SOURCES: Final = (
+    "generated",
+    "codex",
+    "chat-export",
+    "recorded",
+    "swe-agent",
+    "openhands",
+    "kvcache",
+)
 KNOWN_AGENT_KINDS: Final = ("bug_fix", "refactor", "test_fix", "unknown")
 OUTPUT_TYPES: Final = ("message", "function_call", "reasoning")
 OBSERVED_KEYS: Final = ("ttft_ms", "e2e_ms", "input_tokens", "cached_tokens", "output_tokens")
