@@ -11,7 +11,7 @@ prompt, the parent's visible output and the new items, so (PROTOCOL.md §2.1, §
   drop earlier reasoning from the next prompt, never the visible output;
 * the parent's `instructions` are subtracted: they are not inherited (§2.1);
 * the parent's numbers are the target's own (its tokenizer); the new items' and instructions'
-  sizes are measured with the project's tokenizer (`reference_server.pipeline.tokenizer`, about
+  sizes are measured with the project's tokenizer (`harness.protocol.tokenizer`, about
   4 characters per token), which may differ from the target's.
 
 **Tolerance** (`tolerance_tokens`): half the new items' estimate (another tokenizer may count
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harness.protocol.items import item_text
-from reference_server.pipeline.tokenizer import count_tokens
+from harness.protocol.tokenizer import count_tokens
 
 if TYPE_CHECKING:
     from harness.conformance.context import CaseContext
