@@ -60,6 +60,8 @@ def metric_sets(results: Sequence[RolloutResult]) -> tuple[dict[str, MetricSet],
                 continue
             if t.ttft_ms is not None:
                 ms.record_ms("ttft_ms", t.ttft_ms)
+            if t.ttfe_ms is not None:
+                ms.record_ms("ttfe_ms", t.ttfe_ms)
             for gap in t.itl_gaps_ms:
                 ms.record_ms("itl_ms", gap)
             if t.tpot_ms is not None:

@@ -261,6 +261,7 @@ class RolloutState:
 # -- measuring one exchange ------------------------------------------------------------------------
 def _fill_metrics(result: TurnResult, exchange: Exchange, context_estimate: int) -> None:
     result.ttft_ms = exchange.ttft_ms
+    result.ttfe_ms = exchange.ttfe_ms
     result.turn_e2e_ms = exchange.e2e_ms
     result.itl_gaps_ms = exchange.delta_gaps_ms()
     outputs = [t for t in exchange.events if t.type not in NON_OUTPUT_TYPES]
@@ -534,9 +535,10 @@ async def _run_turn(
     if lag_ms and out.ttft_ms is not None and out.turn_e2e_ms is not None:
         out.ttft_ms += lag_ms
         out.turn_e2e_ms += lag_ms
+        out.ttfe_ms = None if out.ttfe_ms is None else out.ttfe_ms + lag_ms
     if error is not None:
         out.error = error
-        out.ttft_ms = out.turn_e2e_ms = out.tpot_ms = None
+        out.ttft_ms = out.ttfe_ms = out.turn_e2e_ms = out.tpot_ms = None
         out.itl_gaps_ms = []
         return out
     assert exchange.response is not None

@@ -232,7 +232,7 @@ def test_bad_input_exits_2(synth: Any, tmp_path: Path, capsys: Any) -> None:
     assert "cannot compare a certify baseline with a bench result" in capsys.readouterr().err
 
     future = json.loads(dumps_result(cert))
-    future["schema_version"] = 2
+    future["schema_version"] = 3
     (tmp_path / "future.json").write_text(json.dumps(future))
     good = _write(tmp_path, "good.json", cert)
     assert cli_main(["gate", "--baseline", str(tmp_path / "future.json"), "--current", good]) == 2
