@@ -7,9 +7,9 @@ Each locust user replays whole rollouts, one after another, with the same replay
 `wsmode bench` (`harness.load.replay`), run on an asyncio loop in a real thread of the locust
 process (see `harness.load.locust_glue` for why and how). Per turn locust request events are
 fired (`WS turn`, `WS ttft`, `WS ttfe`, ...) so locust's own table and charts work; the exact
-latencies go into per-mode HdrHistograms that workers ship to the master, which merges them losslessly and,
-on quit, writes one `bench` results file (`results/bench/<target>/...`) that `wsmode board` can
-rank. Documentation: `harness/load/LOCUST.md`.
+latencies go into per-mode HdrHistograms that workers ship to the master, which merges them
+losslessly and, on quit, writes one `bench` results file (`results/bench/<target>/...`) that
+`wsmode board` can rank. Documentation: `harness/load/LOCUST.md`.
 """
 
 from __future__ import annotations

@@ -231,8 +231,8 @@ def test_a_version_1_file_is_read_and_labelled_with_its_ttft_definition(
 def test_a_version_2_bench_file_must_name_a_known_ttft_definition(synth: Any) -> None:
     result = synth.bench(rollouts=1, turns=1)
     del result["bench"]["ttft_definition"]
-    with pytest.raises(ResultsSchemaError, match="bench.ttft_definition: missing"):
+    with pytest.raises(ResultsSchemaError, match=r"bench\.ttft_definition: missing"):
         validate_result(result)
     result["bench"]["ttft_definition"] = "first-byte"
-    with pytest.raises(ResultsSchemaError, match="bench.ttft_definition: must be one of"):
+    with pytest.raises(ResultsSchemaError, match=r"bench\.ttft_definition: must be one of"):
         validate_result(result)
