@@ -259,7 +259,7 @@ class RolloutState:
 
 
 # -- measuring one exchange ------------------------------------------------------------------------
-def _fill_metrics(result: TurnResult, exchange: Exchange, context_estimate: int) -> None:
+def fill_metrics(result: TurnResult, exchange: Exchange, context_estimate: int) -> None:
     result.ttft_ms = exchange.ttft_ms
     result.ttfe_ms = exchange.ttfe_ms
     result.turn_e2e_ms = exchange.e2e_ms
@@ -376,7 +376,7 @@ class HttpClientPool:
         self._keys.clear()
 
 
-class _Session:
+class Session:
     """One rollout's connection: a WebSocket, or an HTTP client with keep-alive."""
 
     def __init__(
@@ -461,7 +461,7 @@ async def replay_rollout(
     )
     turns = rollout.turns[: options.max_turns] if options.max_turns else rollout.turns
     state = RolloutState(rollout, options)
-    session = _Session(endpoint, options, http_pool)
+    session = Session(endpoint, options, http_pool)
     last_ns = started_ns
     try:
         try:
@@ -497,7 +497,7 @@ async def _run_turn(
     rollout: Rollout,
     turn: Turn,
     state: RolloutState,
-    session: _Session,
+    session: Session,
     result: RolloutResult,
     lag_ms: float,
 ) -> TurnResult:
@@ -531,7 +531,7 @@ async def _run_turn(
     out.bytes_sent += sent
     out.bytes_received += received
     error = exchange_error(exchange)
-    _fill_metrics(out, exchange, rollout.context_tokens_estimate(turn.index))
+    fill_metrics(out, exchange, rollout.context_tokens_estimate(turn.index))
     if lag_ms and out.ttft_ms is not None and out.turn_e2e_ms is not None:
         out.ttft_ms += lag_ms
         out.turn_e2e_ms += lag_ms
