@@ -58,7 +58,9 @@ def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float,
     """Run `command` to its end; (wall s, CPU s of it and every descendant it reaped)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    if done.returncode:
+        sys.exit(f"{command[0]} failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return time.perf_counter() - start, cpu
@@ -72,7 +74,7 @@ def run_aiperf(args: argparse.Namespace, url: str, requests: int, work: Path) ->
     command += ["--concurrency", str(args.in_flight), "--request-count", str(requests)]
     command += ["--synthetic-input-tokens-mean", "64", "--output-tokens-mean", str(args.tokens)]
     command += ["--artifact-dir", str(out)]
-    _, cpu = timed(command, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    _, cpu = timed(command)  # (HF_HUB_OFFLINE=1 makes AIPerf 0.13 refuse a local tokenizer path)
     data = json.loads((out / "profile_export_aiperf.json").read_text())
     return {
         "requests": int(data["request_count"]["avg"]),
