@@ -6,11 +6,15 @@ The reference server in a subprocess is harness.load.embedded_server.EmbeddedSer
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -41,3 +45,37 @@ def echo_server() -> Iterator[int]:
     finally:
         process.terminate()
         process.wait(15)
+
+
+@contextlib.contextmanager
+def sse_mock(
+    tokens: int, ttft_ms: float, *, announce_early: bool = True, cpu: int | None = None
+) -> Iterator[tuple[str, int]]:
+    """`minimal_servers.py sse` in its own process, pinned to core `cpu` when given (so it
+    stays off the client's cores); yields (base URL `http://127.0.0.1:N/v1`, its pid)."""
+    command = [sys.executable, str(Path(__file__).with_name("minimal_servers.py")), "sse"]
+    command += ["--tokens", str(tokens), "--ttft-ms", str(ttft_ms)]
+    command += ["--announce-early"] if announce_early else []
+    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, preexec_fn=pin)
+    try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline().split()[1])
+        yield f"http://127.0.0.1:{port}/v1", process.pid
+    finally:
+        process.terminate()
+        process.wait(15)
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds `pid` has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def mock_stats(base_url: str, reset: bool = False) -> dict[str, float]:
+    """The mock's own record of what it sent (`GET /stats`)."""
+    root = base_url.rsplit("/v1", 1)[0]
+    with urllib.request.urlopen(f"{root}/stats{'?reset' if reset else ''}", timeout=10) as r:
+        data: dict[str, float] = json.loads(r.read())
+    return data

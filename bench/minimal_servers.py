@@ -11,7 +11,7 @@ pre-encoded SSE response of T output-text deltas, after an optional fixed delay 
 byte (the "server TTFT"). Keep-alive; one request at a time per connection.
 
     python bench/minimal_servers.py ws-blast --events 200000
-    python bench/minimal_servers.py sse --tokens 128 --ttft-ms 50
+    python bench/minimal_servers.py sse --tokens 128 --ttft-ms 50 [--announce-early]
 
 Each prints ``port <N>`` on its first line, then serves until killed.
 """
@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import base64
 import hashlib
+import json
 import struct
 import time
 from typing import Any
@@ -113,16 +114,42 @@ async def serve_ws_blast(port: int, events: int) -> None:
     await _serve(handle, port)
 
 
-async def serve_sse(port: int, tokens: int, ttft_ms: float) -> None:
+async def serve_sse(
+    port: int, tokens: int, ttft_ms: float, *, announce_early: bool = False
+) -> None:
+    """The SSE mock. `announce_early`: created ... content_part.added go out at once and only the
+    deltas wait `ttft_ms` (a server that announces its item before its first token). Either way
+    the mock records, per request, request read → first delta written, and reports it at
+    `GET /stats` (JSON; `GET /stats?reset` also clears it): what it actually sent, to check a
+    client's TTFT against."""
     events = response_events(tokens)
-    first = encode_events(events[:1])
-    rest = encode_events(events[1:])
+    first_delta = next(i for i, e in enumerate(events) if e["type"].endswith(".delta"))
+    split = first_delta if announce_early else 0
+    early, late = encode_events(events[:split]), encode_events(events[split:])
     head = (
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
     )
+    sent_ttft_ms: list[float] = []
 
     def chunk(data: bytes) -> bytes:
         return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+    def stats(reset: bool) -> bytes:
+        ordered = sorted(sent_ttft_ms)
+        body = json.dumps(
+            {
+                "count": len(ordered),
+                "ttft_ms_p50": ordered[len(ordered) // 2] if ordered else None,
+                "ttft_ms_mean": sum(ordered) / len(ordered) if ordered else None,
+            }
+        ).encode()
+        if reset:
+            sent_ttft_ms.clear()
+        return (
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -133,11 +160,18 @@ async def serve_sse(port: int, tokens: int, ttft_ms: float) -> None:
                     if line.lower().startswith(b"content-length:"):
                         length = int(line.split(b":", 1)[1])
                 await reader.readexactly(length)
+                received = time.perf_counter()
+                if request.startswith(b"GET /stats"):
+                    writer.write(stats(request.startswith(b"GET /stats?reset")))
+                    await writer.drain()
+                    continue
+                if early:
+                    writer.write(head + chunk(early))
                 if ttft_ms > 0:
                     await asyncio.sleep(ttft_ms / 1000)
-                writer.write(head + chunk(first))
-                await writer.drain()
-                writer.write(chunk(rest) + b"0\r\n\r\n")
+                sent_ttft_ms.append((time.perf_counter() - received) * 1000)
+                writer.write(b"" if early else head)
+                writer.write(chunk(late) + b"0\r\n\r\n")
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass
@@ -164,11 +198,16 @@ def main() -> None:
     sse.add_argument("--port", type=int, default=0)
     sse.add_argument("--tokens", type=int, default=128)
     sse.add_argument("--ttft-ms", type=float, default=0.0)
+    sse.add_argument(
+        "--announce-early", action="store_true", help="the item before the ttft wait, not after"
+    )
     args = parser.parse_args()
     if args.kind == "ws-blast":
         asyncio.run(serve_ws_blast(args.port, args.events))
     else:
-        asyncio.run(serve_sse(args.port, args.tokens, args.ttft_ms))
+        asyncio.run(
+            serve_sse(args.port, args.tokens, args.ttft_ms, announce_early=args.announce_early)
+        )
 
 
 if __name__ == "__main__":

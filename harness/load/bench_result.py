@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.load.bench_config import BenchConfig
 from harness.load.bench_recorded import recorded_vs_replayed
-from harness.load.replay import RolloutResult
+from harness.load.replay import RolloutResult, TurnResult
 from harness.load.variants import NOCACHE_VARIANT, OPTIMIZATION_FLAGS, Variant, ablation_name
 from harness.results import compare as cmp
 from harness.results.histograms import MetricSet
@@ -56,23 +56,30 @@ def metric_sets(results: Sequence[RolloutResult]) -> tuple[dict[str, MetricSet],
     for r in results:
         ms = sets.setdefault(r.mode, MetricSet())
         for t in r.turns:
-            if not t.ok:
+            if t.ok:
+                record_turn(ms, t)
+            else:
                 failures[r.mode] += 1
-                continue
-            if t.ttft_ms is not None:
-                ms.record_ms("ttft_ms", t.ttft_ms)
-            for gap in t.itl_gaps_ms:
-                ms.record_ms("itl_ms", gap)
-            if t.tpot_ms is not None:
-                ms.record_ms("tpot_ms", t.tpot_ms)
-            if t.turn_e2e_ms is not None:
-                ms.record_ms("turn_e2e_ms", t.turn_e2e_ms)
-            if t.api_overhead_ms is not None:
-                ms.record_ms("api_overhead_ms", max(t.api_overhead_ms, 0.0))
         if r.ok:
             ms.record_ms("rollout_e2e_ms", r.e2e_ms)
             ms.record_ms("rollout_model_ms", r.model_ms)
     return sets, failures
+
+
+def record_turn(ms: MetricSet, t: TurnResult) -> None:
+    """An ok turn's latencies into `ms` (the bench, the locust users and `wsmode load`)."""
+    if t.ttft_ms is not None:
+        ms.record_ms("ttft_ms", t.ttft_ms)
+    if t.ttfe_ms is not None:
+        ms.record_ms("ttfe_ms", t.ttfe_ms)
+    for gap in t.itl_gaps_ms:
+        ms.record_ms("itl_ms", gap)
+    if t.tpot_ms is not None:
+        ms.record_ms("tpot_ms", t.tpot_ms)
+    if t.turn_e2e_ms is not None:
+        ms.record_ms("turn_e2e_ms", t.turn_e2e_ms)
+    if t.api_overhead_ms is not None:
+        ms.record_ms("api_overhead_ms", max(t.api_overhead_ms, 0.0))
 
 
 def mode_entry(ms: MetricSet, failures: int) -> dict[str, Any]:

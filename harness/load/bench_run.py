@@ -190,9 +190,9 @@ async def _warm_up_and_replay(run: BenchRun, err: TextIO) -> None:
 
 
 # -- the whole run ---------------------------------------------------------------------------
-def usage_error(err: TextIO, message: str) -> int:
-    """`wsmode bench: <message>` on one line, whatever the message; exit status 2."""
-    err.write(f"wsmode bench: {' '.join(message.split())}\n")
+def usage_error(err: TextIO, message: str, command: str = "bench") -> int:
+    """`wsmode <command>: <message>` on one line, whatever the message; exit status 2."""
+    err.write(f"wsmode {command}: {' '.join(message.split())}\n")
     return 2
 
 

@@ -1,5 +1,6 @@
-"""CLI command of the load area: `wsmode bench` (its arguments, their translation into a
-`BenchConfig`, and the handler that runs it and writes the HTML report)."""
+"""CLI commands of the load area: `wsmode bench` (its arguments, their translation into a
+`BenchConfig`, and the handler that runs it and writes the HTML report) and `wsmode load`
+(synthetic fixed-shape load, `harness.load.fixed_load`)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,19 @@ from harness.load.bench_config import (
     corpus_traces,
 )
 from harness.load.bench_run import run_bench, usage_error
-from harness.load.embedded_server import DEFAULT_PROFILE
-from harness.load.replay import MODES, parse_mode
+from harness.load.embedded_server import DEFAULT_PROFILE, EmbeddedServer
+from harness.load.fixed_load import DEFAULT_MODEL, LoadSpec, ShardResult
+from harness.load.fixed_load_run import (
+    LoadRun,
+    build_load_result,
+    default_processes,
+    print_load,
+    run_processes,
+)
+from harness.load.replay import MODES, Endpoint, parse_mode
 from harness.load.variants import NOCACHE_VARIANT
+from harness.results.schema import utc_now_iso
+from harness.results.store import write_result
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_arguments(parser)
     parser.set_defaults(handler=main)
+    register_load(subparsers)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -218,3 +230,121 @@ def main(args: argparse.Namespace) -> int:
     from harness.report.bench_html import write_report
 
     return run_bench(config, write_report=write_report)
+
+
+# -- wsmode load -----------------------------------------------------------------------------------
+def register_load(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "load",
+        help="synthetic fixed-shape load against any Responses API endpoint (ws, http, chained)",
+        description=(
+            "Send fixed-shape requests (input tokens, max_output_tokens) at a concurrency or a "
+            "Poisson rate over WebSocket mode and/or HTTP/SSE; print req/s, tokens/s and "
+            "TTFT/ITL/TPOT/e2e percentiles; write a bench results file (gate, board). Without "
+            "--target it starts the embedded reference server. See harness/load/LOAD.md."
+        ),
+    )
+    target = parser.add_argument_group("target (default: the embedded reference server)")
+    _add_target_arguments(target)
+    shape = parser.add_argument_group("request shape")
+    shape.add_argument("--modes", default="ws", help="comma-separated ws,http,http-chained")
+    shape.add_argument("--model", default=DEFAULT_MODEL, help="model every request names")
+    shape.add_argument("--input-tokens", type=int, default=256, help="input tokens (mean)")
+    shape.add_argument("--input-tokens-stddev", type=float, default=0.0, help="normal stddev")
+    shape.add_argument("--output-tokens", type=int, default=128, help="sent as max_output_tokens")
+    shape.add_argument(
+        "--turns",
+        type=int,
+        default=1,
+        help="ws / http-chained: requests per connection/chain, chained with "
+        "previous_response_id (http: every request stands alone)",
+    )
+    pattern = parser.add_argument_group("load pattern")
+    pattern.add_argument(
+        "--concurrency", type=int, default=8, help="in flight (with --rate: at most)"
+    )
+    pattern.add_argument("--rate", type=float, help="requests per second, Poisson arrivals")
+    pattern.add_argument("--requests", type=int, help="stop after N requests (per mode)")
+    pattern.add_argument(
+        "--duration-s", type=float, help="stop sending after N s (default 10 s without --requests)"
+    )
+    pattern.add_argument(
+        "--processes",
+        type=int,
+        default=default_processes(),
+        help=f"client processes, each its own event loop (default: cores, {default_processes()})",
+    )
+    pattern.add_argument("--timeout-s", type=float, default=120.0, help="per request")
+    pattern.add_argument("--seed", type=int, default=0, help="prompts and arrivals")
+    output = parser.add_argument_group("output")
+    output.add_argument("--out", default="results", help="results root (default results/)")
+    output.add_argument("--label", default="load", help="results file label")
+    output.add_argument(
+        "--keep-samples", type=int, default=20_000, help="per-request samples kept per process"
+    )
+    parser.set_defaults(handler=load_main)
+
+
+def load_specs(args: argparse.Namespace, endpoint: Endpoint) -> list[LoadSpec]:
+    modes = [parse_mode(m.strip()) for m in args.modes.split(",") if m.strip()]
+    duration = args.duration_s
+    if duration is None and args.requests is None:
+        duration = 10.0
+    return [
+        LoadSpec(
+            mode=mode,
+            endpoint=endpoint,
+            model=args.model,
+            input_tokens=args.input_tokens,
+            input_tokens_stddev=args.input_tokens_stddev,
+            output_tokens=args.output_tokens,
+            concurrency=args.concurrency,
+            rate_per_s=args.rate,
+            duration_s=duration,
+            requests=args.requests,
+            turns=args.turns,
+            seed=args.seed,
+            timeout_s=args.timeout_s,
+            keep_samples=args.keep_samples,
+        )
+        for mode in modes
+    ]
+
+
+def load_main(args: argparse.Namespace) -> int:
+    if args.processes < 1:
+        return usage_error(sys.stderr, "--processes must be >= 1", command="load")
+    server = None
+    if not args.target and not args.http_target:
+        server = EmbeddedServer(profile=args.profile).start()
+        args.target, args.http_target = server.ws_url, server.http_url
+    try:
+        ws_url, http_url = derive_urls(args.target, args.http_target)
+        endpoint = Endpoint(ws_url, http_url, args.api_key)
+        try:
+            specs = load_specs(args, endpoint)
+        except ValueError as exc:
+            return usage_error(sys.stderr, str(exc), command="load")
+        run = LoadRun(
+            label=args.label,
+            target_name=args.name or ("reference" if server else _name_from(ws_url or "")),
+            target_url=ws_url or http_url or "",
+            profile=args.profile if server else None,
+            processes=args.processes,
+            started_at=utc_now_iso(),
+        )
+        shards: dict[str, ShardResult] = {
+            spec.mode: run_processes(spec, args.processes) for spec in specs
+        }
+    finally:
+        if server is not None:
+            server.stop()
+    result = build_load_result(run, specs, shards)
+    path = write_result(args.out, result)
+    print_load(sys.stdout, result)
+    sys.stdout.write(f"results: {path}\n")
+    return 1 if any(s.failed for s in shards.values()) else 0
+
+
+def _name_from(url: str) -> str:
+    return re.sub(r"^\w+://", "", url).split("/", 1)[0] or "target"

@@ -5,11 +5,11 @@
 
 Each locust user replays whole rollouts, one after another, with the same replay driver as
 `wsmode bench` (`harness.load.replay`), run on an asyncio loop in a real thread of the locust
-process (see `harness.load.locust_glue` for why and how). Per turn a locust request event is
-fired (`WS turn`, `WS ttft`, ...) so locust's own table and charts work; the exact latencies go
-into per-mode HdrHistograms that workers ship to the master, which merges them losslessly and,
-on quit, writes one `bench` results file (`results/bench/<target>/...`) that `wsmode board` can
-rank. Documentation: `harness/load/LOCUST.md`.
+process (see `harness.load.locust_glue` for why and how). Per turn locust request events are
+fired (`WS turn`, `WS ttft`, `WS ttfe`, ...) so locust's own table and charts work; the exact
+latencies go into per-mode HdrHistograms that workers ship to the master, which merges them
+losslessly and, on quit, writes one `bench` results file (`results/bench/<target>/...`) that
+`wsmode board` can rank. Documentation: `harness/load/LOCUST.md`.
 """
 
 from __future__ import annotations
@@ -239,15 +239,17 @@ class _RolloutUser(User):
             exception=error,
             context={"rollout": turn.rollout_id, "turn": turn.turn_index},
         )
-        if turn.ok and turn.ttft_ms is not None:
-            fire(
-                request_type=kind,
-                name="ttft",
-                response_time=turn.ttft_ms,
-                response_length=0,
-                exception=None,
-                context={},
-            )
+        # ttft: to the first content token; ttfe: to the first output event (timing_marks)
+        for name, value_ms in (("ttft", turn.ttft_ms), ("ttfe", turn.ttfe_ms)):
+            if turn.ok and value_ms is not None:
+                fire(
+                    request_type=kind,
+                    name=name,
+                    response_time=value_ms,
+                    response_length=0,
+                    exception=None,
+                    context={},
+                )
 
     def _fire_rollout(self, result: RolloutResult) -> None:
         fire = self.environment.events.request.fire

@@ -259,8 +259,9 @@ class RolloutState:
 
 
 # -- measuring one exchange ------------------------------------------------------------------------
-def _fill_metrics(result: TurnResult, exchange: Exchange, context_estimate: int) -> None:
+def fill_metrics(result: TurnResult, exchange: Exchange, context_estimate: int) -> None:
     result.ttft_ms = exchange.ttft_ms
+    result.ttfe_ms = exchange.ttfe_ms
     result.turn_e2e_ms = exchange.e2e_ms
     result.itl_gaps_ms = exchange.delta_gaps_ms()
     outputs = [t for t in exchange.events if t.type not in NON_OUTPUT_TYPES]
@@ -375,7 +376,7 @@ class HttpClientPool:
         self._keys.clear()
 
 
-class _Session:
+class Session:
     """One rollout's connection: a WebSocket, or an HTTP client with keep-alive."""
 
     def __init__(
@@ -460,7 +461,7 @@ async def replay_rollout(
     )
     turns = rollout.turns[: options.max_turns] if options.max_turns else rollout.turns
     state = RolloutState(rollout, options)
-    session = _Session(endpoint, options, http_pool)
+    session = Session(endpoint, options, http_pool)
     last_ns = started_ns
     try:
         try:
@@ -496,7 +497,7 @@ async def _run_turn(
     rollout: Rollout,
     turn: Turn,
     state: RolloutState,
-    session: _Session,
+    session: Session,
     result: RolloutResult,
     lag_ms: float,
 ) -> TurnResult:
@@ -530,13 +531,14 @@ async def _run_turn(
     out.bytes_sent += sent
     out.bytes_received += received
     error = exchange_error(exchange)
-    _fill_metrics(out, exchange, rollout.context_tokens_estimate(turn.index))
+    fill_metrics(out, exchange, rollout.context_tokens_estimate(turn.index))
     if lag_ms and out.ttft_ms is not None and out.turn_e2e_ms is not None:
         out.ttft_ms += lag_ms
         out.turn_e2e_ms += lag_ms
+        out.ttfe_ms = None if out.ttfe_ms is None else out.ttfe_ms + lag_ms
     if error is not None:
         out.error = error
-        out.ttft_ms = out.turn_e2e_ms = out.tpot_ms = None
+        out.ttft_ms = out.ttfe_ms = out.turn_e2e_ms = out.tpot_ms = None
         out.itl_gaps_ms = []
         return out
     assert exchange.response is not None

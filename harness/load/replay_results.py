@@ -22,7 +22,8 @@ class TurnResult:
     turn_index: int
     ok: bool
     error: str | None = None
-    ttft_ms: float | None = None
+    ttft_ms: float | None = None  # to the first content token (protocol.timing_marks)
+    ttfe_ms: float | None = None  # to the first output event (announcements included)
     turn_e2e_ms: float | None = None
     itl_gaps_ms: list[float] = field(default_factory=list)
     tpot_ms: float | None = None
@@ -73,6 +74,7 @@ class TurnResult:
             "mode": self.mode,
             "turn_index": self.turn_index,
             "ttft_ms": _r(self.ttft_ms),
+            "ttfe_ms": _r(self.ttfe_ms),
             "itl_ms": _r(self.itl_ms),
             "tpot_ms": _r(self.tpot_ms),
             "turn_e2e_ms": _r(self.turn_e2e_ms),

@@ -45,7 +45,7 @@ LIFECYCLE_TYPES: Final = (
     "response.incomplete",
 )
 TERMINAL_TYPES: Final = frozenset({"response.completed", "response.failed", "response.incomplete"})
-# Not output: the first event of any other type is the TTFT mark (whatever kind of output it is).
+# Not output: the first event of any other type is the TTFE mark (protocol.timing_marks).
 NON_OUTPUT_TYPES: Final = frozenset({*LIFECYCLE_TYPES, "error"})
 
 # The progress events of hosted-tool items (openai-python 3.57 `ResponseStreamEvent`): each names

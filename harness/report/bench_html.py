@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.report.svg import Bar, Series, bar_chart, cdf_chart, color, fmt_ms
 from harness.results.histograms import MetricSet
+from harness.results.schema import ttft_definition
 
 _FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 _CSS = """
@@ -152,6 +153,14 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+_TTFT_MEANING = {
+    "first-content-token": "request sent → first event carrying generated content (text, "
+    "reasoning, arguments, ...); TTFE = → first output event of any kind",
+    "first-output-event": "request sent → first output event of any kind (an older results "
+    "file, schema v1: item announcements count, so it reads lower than time to first token)",
+}
+
+
 def render_report(result: Mapping[str, Any]) -> str:
     bench = result["bench"]
     analysis = bench.get("analysis", {})
@@ -186,6 +195,7 @@ def _head_section(result: Mapping[str, Any]) -> list[str]:
         f"profile {escape(str(result.get('profile')))}; time_scale {bench['time_scale']} "
         "(end-to-end figures count tool time at its recorded value); target "
         f"{escape(result['target']['url'])}</p>",
+        f"<p class='note'>TTFT: {escape(_TTFT_MEANING.get(ttft_definition(result), ''))}</p>",
     ]
     notes = config.get("notes") or []
     if notes:
@@ -206,6 +216,7 @@ def _latency_section(modes: Mapping[str, Any]) -> list[str]:
                 s.get("ttft_ms", {}).get("count"),
                 entry["failures"],
                 *(s.get("ttft_ms", {}).get(p) for p in ("p50", "p90", "p99")),
+                s.get("ttfe_ms", {}).get("p50"),
                 s.get("itl_ms", {}).get("p50"),
                 s.get("tpot_ms", {}).get("p50"),
                 *(s.get("turn_e2e_ms", {}).get(p) for p in ("p50", "p99")),
@@ -224,6 +235,7 @@ def _latency_section(modes: Mapping[str, Any]) -> list[str]:
                 "TTFT p50",
                 "p90",
                 "p99",
+                "TTFE p50",
                 "ITL p50",
                 "TPOT p50",
                 "turn e2e p50",

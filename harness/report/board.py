@@ -27,8 +27,17 @@ from harness.report.gate import paired_speedups
 from harness.report.svg import Bar, Series, bar_chart, cdf_chart, fmt_ms
 from harness.results import stats
 from harness.results.histograms import LatencyHistogram, MetricSet
-from harness.results.schema import ResultsSchemaError, load_result, parse_time
+from harness.results.schema import (
+    SCHEMA_VERSION,
+    TTFT_DEFINITIONS,
+    ResultsSchemaError,
+    load_result,
+    parse_time,
+    ttft_definition,
+)
 from harness.results.store import slug, timestamp_slug
+
+TTFT_DEFINITION = TTFT_DEFINITIONS[SCHEMA_VERSION]  # what this wsmode's ttft_ms means
 
 RANK_MODE = "ws"
 SPEEDUP_BASELINE = "http"
@@ -61,6 +70,7 @@ class Row:
     ttft: LatencyHistogram | None = None
     ttft_p50: Spread | None = None
     ttft_p99: Spread | None = None
+    ttft_legacy: bool = False  # TTFT from schema-v1 runs only (their mark: first output event)
     itl_p50: Spread | None = None
     rollout_p50: Spread | None = None
     speedup: tuple[float, float | None, float | None] | None = None  # median, ci low, ci high
@@ -112,11 +122,17 @@ def build_rows(runs: Sequence[Run], *, seed: int = 0) -> list[Row]:
         per_run: dict[str, list[float]] = {k: [] for k in ("ttft50", "ttft99", "itl50", "e2e50")}
         ratios: list[float] = []
         run_speedups: list[float] = []
+        # never pool two TTFT definitions: the current one wins, v1 runs only when alone
+        current = [r for r in row.bench_runs if ttft_definition(r.result) == TTFT_DEFINITION]
+        ttft_runs = current or row.bench_runs
+        row.ttft_legacy = bool(row.bench_runs) and not current
+        ttft_merged = MetricSet()
         for run in row.bench_runs:
             ms = _mode_set(run.result, RANK_MODE)
             if ms is not None:
                 merged.merge(ms)
-                if "ttft_ms" in ms and ms["ttft_ms"].count:
+                if run in ttft_runs and "ttft_ms" in ms and ms["ttft_ms"].count:
+                    ttft_merged.histogram("ttft_ms").merge(ms["ttft_ms"])
                     per_run["ttft50"].append(ms["ttft_ms"].percentile_ms(50))
                     per_run["ttft99"].append(ms["ttft_ms"].percentile_ms(99))
                 if "itl_ms" in ms and ms["itl_ms"].count:
@@ -134,8 +150,8 @@ def build_rows(runs: Sequence[Run], *, seed: int = 0) -> list[Row]:
                         if comp["speedup_median"] is not None:
                             run_speedups.append(float(comp["speedup_median"]))
                         break
-        if "ttft_ms" in merged and merged["ttft_ms"].count:
-            row.ttft = merged["ttft_ms"]
+        if "ttft_ms" in ttft_merged:
+            row.ttft = ttft_merged["ttft_ms"]
             row.ttft_p50 = _spread(per_run["ttft50"], row.ttft.percentile_ms(50))
             row.ttft_p99 = _spread(per_run["ttft99"], row.ttft.percentile_ms(99))
         if "itl_ms" in merged and merged["itl_ms"].count:
@@ -252,8 +268,8 @@ def _cells(row: Row) -> list[str]:
     return [
         str(row.rank) if row.rank is not None else "—",
         row.target,
-        _ms(row.ttft_p50),
-        _ms(row.ttft_p99),
+        _ms(row.ttft_p50) + (" †" if row.ttft_legacy else ""),
+        _ms(row.ttft_p99) + (" †" if row.ttft_legacy else ""),
         _ms(row.itl_p50),
         _ms(row.rollout_p50),
         _speedup(row),
@@ -275,6 +291,11 @@ def render_html(rows: Sequence[Row], runs: Sequence[Run], *, title: str) -> str:
         "interval. Conformance is the latest certify run: MUST and SHOULD cases passed.</p>",
     ]
     out += [f'<p class="note">{escape(n)}</p>' for n in _environment_notes(runs)]
+    if any(r.ttft_legacy for r in rows):
+        out.append(
+            '<p class="note">† only schema-v1 results: their TTFT is the time to the first '
+            "output event (an item announcement counts), not to the first token.</p>"
+        )
     out.append('<table id="leaderboard"><thead><tr>')
     out += [f"<th>{escape(c)}</th>" for c in _COLUMNS]
     out.append("<th>Details</th></tr></thead><tbody>")

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from harness.report import board, gate
-from harness.results.schema import ResultsSchemaError, dumps_result, load_result
+from harness.results.schema import ResultsSchemaError, dumps_result, load_result, ttft_definition
 from harness.results.store import list_results
 
 
@@ -90,6 +90,7 @@ def render_summary(result: Mapping[str, Any]) -> str:
         f"  harness: wsmode {result['harness']['version']} ({result['harness']['commit'][:12]})",
         f"  machine: {m['cpu_model']}, {m['cores']} cores, {m['python']}, {m['os']}",
         f"  config:  {json.dumps(result['config'], sort_keys=True)}",
+        *([f"  ttft:    {ttft_definition(result)}"] if result["kind"] == "bench" else []),
         "",
     ]
     if result["kind"] == "bench":

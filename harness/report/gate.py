@@ -33,7 +33,7 @@ from typing import Any, TextIO
 
 from harness.errors import WsmodeError
 from harness.results import stats
-from harness.results.schema import ResultsSchemaError, load_result
+from harness.results.schema import ResultsSchemaError, load_result, ttft_definition
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -340,6 +340,7 @@ def gate_bench(
 ) -> list[MetricFinding]:
     b, c = baseline["bench"], current["bench"]
     findings: list[MetricFinding] = []
+    definitions = (ttft_definition(baseline), ttft_definition(current))
     modes = list(dict.fromkeys([*b["modes"], *c["modes"]]))
     for mode in modes:
         for metric in LATENCY_METRICS:
@@ -350,7 +351,11 @@ def gate_bench(
             else:
                 base, cur = _turn_samples(b, mode, metric), _turn_samples(c, mode, metric)
             for p, threshold in config.checks_for(metric):
-                findings.append(compare_samples(mode, metric, base, cur, p, threshold, config))
+                finding = compare_samples(mode, metric, base, cur, p, threshold, config)
+                if metric == "ttft_ms" and definitions[0] != definitions[1]:
+                    finding.status = "insufficient-data"  # two different marks: not comparable
+                    finding.note = "TTFT definitions differ: {} vs {}".format(*definitions)
+                findings.append(finding)
         if "error_rate" in config.enabled:
             findings.append(_compare_error_rate(mode, b, c, config))
     if "speedup" in config.enabled:

@@ -1,4 +1,4 @@
-"""The versioned results file: `{"schema": "wsmode-results", "schema_version": 1, ...}`.
+"""The versioned results file: `{"schema": "wsmode-results", "schema_version": 2, ...}`.
 
 One JSON object per run of `wsmode bench` or `wsmode certify`, always carrying who measured what
 on which machine (see results/README.md for the field-by-field description and
@@ -6,7 +6,12 @@ on which machine (see results/README.md for the field-by-field description and
 
 `validate_result` is a hand-written structural check (no jsonschema dependency): the first problem
 found raises `ResultsSchemaError` naming the field by its path (`bench.samples[3].ttft_ms`).
-A file of another `schema_version` is refused, never misread.
+A file of an unknown `schema_version` is refused, never misread.
+
+Version 2 changed what `ttft_ms` means (time to the first content token, not to the first output
+event: `harness.protocol.timing_marks`) and added `ttfe_ms` for the old mark; a bench payload
+names its definition in `bench.ttft_definition`. Version 1 files are still read: `parse_result`
+labels them with the definition they used (`first-output-event`), so every reader can tell.
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import WsmodeError
+from harness.protocol.timing_marks import LEGACY_TTFT_DEFINITION, TTFT_DEFINITION
 from harness.results.machine import harness_info, machine_info
 
 SCHEMA_NAME = "wsmode-results"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # v1: ttft_ms was the first output event (labelled when read)
+TTFT_DEFINITIONS = {1: LEGACY_TTFT_DEFINITION, 2: TTFT_DEFINITION}
 SCHEMA_JSON_PATH = Path(__file__).with_name("results_schema.json")
 
 KINDS = ("bench", "certify")
@@ -68,7 +76,14 @@ def parse_time(value: str) -> dt.datetime:
 
 def empty_payload(kind: str) -> dict[str, Any]:
     if kind == "bench":
-        return {"time_scale": 1.0, "modes": {}, "samples": [], "rollouts": [], "comparisons": []}
+        return {
+            "time_scale": 1.0,
+            "ttft_definition": TTFT_DEFINITION,
+            "modes": {},
+            "samples": [],
+            "rollouts": [],
+            "comparisons": [],
+        }
     if kind == "certify":
         return {"cases": [], "summary": certify_summary([])}
     raise ResultsSchemaError(f"kind: must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -169,7 +184,18 @@ def parse_result(text: str, source: str = "<result>") -> dict[str, Any]:
     except ResultsSchemaError as exc:
         raise ResultsSchemaError(f"{source}: {exc}") from exc
     result: dict[str, Any] = obj
+    if result["kind"] == "bench":
+        result["bench"].setdefault("ttft_definition", TTFT_DEFINITIONS[result["schema_version"]])
     return result
+
+
+def ttft_definition(result: Mapping[str, Any]) -> str:
+    """Which TTFT mark a bench result's `ttft_ms` used (`timing_marks`), old files included."""
+    bench = result.get("bench")
+    label = bench.get("ttft_definition") if isinstance(bench, Mapping) else None
+    if isinstance(label, str):
+        return label
+    return TTFT_DEFINITIONS.get(result.get("schema_version"), TTFT_DEFINITION)  # type: ignore[arg-type]
 
 
 def load_result(path: str | Path) -> dict[str, Any]:
@@ -314,7 +340,7 @@ def validate_result(obj: Any) -> None:
             "schema", f"expected {SCHEMA_NAME!r}, got {schema!r}: not a wsmode results file"
         )
     version: Any = top.get("schema_version")
-    if version != SCHEMA_VERSION or not _is_int(version):
+    if version not in READABLE_VERSIONS or not _is_int(version):
         if _is_int(version) and version > SCHEMA_VERSION:
             hint = "it was written by a newer wsmode: upgrade wsmode to read it"
         elif _is_int(version):
@@ -323,8 +349,8 @@ def validate_result(obj: Any) -> None:
             hint = "the field must be an integer"
         raise _fail(
             "schema_version",
-            f"version {version!r} is not supported (this wsmode reads version "
-            f"{SCHEMA_VERSION} only); {hint}",
+            f"version {version!r} is not supported (this wsmode reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}); {hint}",
         )
     kind = _get(top, "kind", "")
     if kind not in KINDS:
@@ -360,6 +386,17 @@ def validate_result(obj: Any) -> None:
         raise _fail(other, f"a {kind} result must not carry a {other!r} payload")
     payload = _obj(_get(top, kind, ""), kind)
     _PAYLOAD_CHECKS[kind](payload)
+    if kind == "bench":
+        _check_ttft_definition(payload, version)
+
+
+def _check_ttft_definition(bench: Mapping[str, Any], version: int) -> None:
+    """v2 names its TTFT mark; a v1 file may carry only the label a reader gave it."""
+    known = (TTFT_DEFINITION, LEGACY_TTFT_DEFINITION)
+    if version >= 2 or "ttft_definition" in bench:
+        label = _str(bench, "ttft_definition", "bench")
+        if label not in known:
+            raise _fail("bench.ttft_definition", f"must be one of {', '.join(known)}")
 
 
 def _validate_bench(bench: dict[str, Any]) -> None:
@@ -391,6 +428,8 @@ def _validate_bench(bench: dict[str, Any]) -> None:
         _int(sample, "turn_index", path)
         for field in ("ttft_ms", "itl_ms", "tpot_ms", "turn_e2e_ms", "api_overhead_ms"):
             _num(sample, field, path, nullable=True)
+        if "ttfe_ms" in sample:  # v2 (absent in v1 files)
+            _num(sample, "ttfe_ms", path, nullable=True)
         for field in ("bytes_sent", "bytes_received", "context_tokens", "output_tokens"):
             _int(sample, field, path)
         ok = _bool(sample, "ok", path)

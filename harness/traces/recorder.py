@@ -19,8 +19,9 @@ event is relayed back as it arrives, and what passed is recorded:
   ``custom_tool_call`` becomes a function call with ``arguments = {"input": <raw input>}`` (the
   Codex converter's mapping), its ``custom_tool_call_output`` a ``function_call_output``, and
   the tool an inferred function tool.
-- **Observed timings** (at the proxy): ``ttft_ms`` (create received → first output event from
-  upstream), ``e2e_ms`` (→ terminal), and the usage token counts.
+- **Observed timings** (at the proxy): ``ttft_ms`` (create received → first content token from
+  upstream, ``harness.protocol.timing_marks``), ``ttfe_ms`` (→ first output event of any kind),
+  ``e2e_ms`` (→ terminal), and the usage token counts.
 - ``meta.stateless_http``: an HTTP rollout none of whose requests carried
   ``previous_response_id`` (the client resent the history each time).
 
@@ -53,8 +54,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketExce
 from websockets.server import ServerProtocol
 
 from harness.protocol.accumulator import ResponseAccumulator
-from harness.protocol.events import NON_OUTPUT_TYPES
 from harness.protocol.items import content_text, is_model_output, summary_text
+from harness.protocol.timing_marks import is_first_token_candidate, is_output_event
 from harness.traces.convert import custom_call_arguments, infer_tools
 from harness.traces.format import (
     OutputSpec,
@@ -94,7 +95,8 @@ CLIENT_READ_TIMEOUT_S = 300.0  # an agent's connection idle longer than this is 
 class Observed:
     request: dict[str, Any]
     received_ns: int  # when the create reached the proxy
-    first_output_ns: int | None = None
+    first_output_ns: int | None = None  # the TTFE mark (protocol.timing_marks)
+    first_token_ns: int | None = None  # the TTFT mark: first event carrying content
     terminal_ns: int | None = None
     accumulator: ResponseAccumulator = field(default_factory=ResponseAccumulator)
     final: dict[str, Any] | None = None  # a non-streamed HTTP answer
@@ -102,8 +104,10 @@ class Observed:
 
     def feed(self, event: Mapping[str, Any], at_ns: int) -> None:
         event_type = str(event.get("type", ""))
-        if self.first_output_ns is None and event_type not in NON_OUTPUT_TYPES:
+        if self.first_output_ns is None and is_output_event(event):
             self.first_output_ns = at_ns
+        if self.first_token_ns is None and is_first_token_candidate(event):
+            self.first_token_ns = at_ns
         if event_type == "error" and self.accumulator.event_count == 0:
             self.terminal_ns = at_ns  # a refused request
             return
@@ -247,8 +251,10 @@ class RolloutBuilder:
             self.carried.extend(items)
             return
         observed: dict[str, Any] = {}
+        if obs.first_token_ns is not None:
+            observed["ttft_ms"] = round((obs.first_token_ns - obs.received_ns) / 1e6, 3)
         if obs.first_output_ns is not None:
-            observed["ttft_ms"] = round((obs.first_output_ns - obs.received_ns) / 1e6, 3)
+            observed["ttfe_ms"] = round((obs.first_output_ns - obs.received_ns) / 1e6, 3)
         if obs.terminal_ns is not None:
             observed["e2e_ms"] = round((obs.terminal_ns - obs.received_ns) / 1e6, 3)
         if usage:

@@ -17,9 +17,13 @@ from typing import Any
 
 from harness.protocol.accumulator import RequestError, ResponseAccumulator, StreamAccumulator
 from harness.protocol.errors import ApiError
-from harness.protocol.events import NON_OUTPUT_TYPES
 from harness.protocol.requests import create_event
 from harness.protocol.state import Phase
+from harness.protocol.timing_marks import (
+    is_content_delta,
+    is_first_token_candidate,
+    is_output_event,
+)
 from harness.transport.events import HttpStatusError, TargetTimeout, TimedEvent, TransportError
 from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient
@@ -43,14 +47,29 @@ class Exchange:
 
     @property
     def first_output_ns(self) -> int | None:
-        """Arrival of the first output event of any kind (the TTFT mark)."""
+        """Arrival of the first output event of any kind (the TTFE mark, `timing_marks`)."""
         for timed in self.events:
-            if timed.type not in NON_OUTPUT_TYPES:
+            if is_output_event(timed.event):
+                return timed.received_ns
+        return None
+
+    @property
+    def first_token_ns(self) -> int | None:
+        """Arrival of the first event carrying generated content (the TTFT mark)."""
+        for timed in self.events:
+            if is_first_token_candidate(timed.event):
                 return timed.received_ns
         return None
 
     @property
     def ttft_ms(self) -> float | None:
+        """Request sent → first content token (`timing_marks.TTFT_DEFINITION`)."""
+        first = self.first_token_ns
+        return (first - self.sent_ns) / 1e6 if first is not None else None
+
+    @property
+    def ttfe_ms(self) -> float | None:
+        """Request sent → first output event, announcements included (`TTFE_DEFINITION`)."""
         first = self.first_output_ns
         return (first - self.sent_ns) / 1e6 if first is not None else None
 
@@ -59,8 +78,8 @@ class Exchange:
         return (self.events[-1].received_ns - self.sent_ns) / 1e6 if self.events else None
 
     def delta_gaps_ms(self) -> list[float]:
-        """Gaps between consecutive delta events (inter-token latency samples)."""
-        stamps = [t.received_ns for t in self.events if t.type.endswith(".delta")]
+        """Gaps between consecutive content deltas (inter-token latency samples)."""
+        stamps = [t.received_ns for t in self.events if is_content_delta(t.event)]
         return [(b - a) / 1e6 for a, b in itertools.pairwise(stamps)]
 
     @property

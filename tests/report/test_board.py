@@ -262,3 +262,30 @@ def test_leaderboard_in_headless_chromium(results_root: Path, tmp_path: Path) ->
     assert fmt_ms(vb.ttft_p50.value) in texts
     assert "TTFT distribution (ws), all runs merged" in texts
     assert dom.count("<polyline") == 3  # one CDF line per ranked target
+
+
+def _as_v1(result: dict[str, Any]) -> dict[str, Any]:
+    """The same result as an older wsmode wrote it: schema 1, no TTFT label, no ttfe_ms."""
+    old = json.loads(json.dumps(result))
+    old["schema_version"] = 1
+    del old["bench"]["ttft_definition"]
+    return old
+
+
+def test_board_never_pools_two_ttft_definitions(synth: Any, tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    fast_v1 = synth.bench(seed=1, label="old", ttft_ms={"ws": 5.0, "http": 9.0}, **_day(1))
+    (root / "v1").mkdir(parents=True)
+    (root / "v1" / "old.json").write_text(json.dumps(_as_v1(fast_v1)))
+    write_result(root, synth.bench(seed=2, label="new", ttft_ms={"ws": 50.0, "http": 90.0}))
+    only_v1 = _as_v1(synth.bench(target="legacy", seed=3, ttft_ms={"ws": 20.0, "http": 30.0}))
+    (root / "v1" / "legacy.json").write_text(json.dumps(only_v1))
+    rows = {r.target: r for r in build_rows(load_runs([root]))}
+    reference = rows["reference"]
+    assert reference.ttft is not None and reference.ttft_p50 is not None
+    assert reference.ttft_p50.runs == 1  # the v1 run's TTFT (first output event) is left out
+    assert reference.ttft_p50.value > 40 and not reference.ttft_legacy
+    assert rows["legacy"].ttft_legacy
+    write_board([root], tmp_path / "board")
+    html = (tmp_path / "board" / "index.html").read_text()
+    assert "only schema-v1 results" in html and " †" in html

@@ -16,12 +16,14 @@ from harness.report.gate import (
     GateConfig,
     GateInputError,
     config_from_dict,
+    gate_bench,
+    load_config,
     paired_speedups,
     render_markdown,
     run_gate,
 )
 from harness.results import stats
-from harness.results.schema import dumps_result
+from harness.results.schema import dumps_result, load_result
 
 
 def _write(tmp_path: Path, name: str, result: dict[str, Any]) -> str:
@@ -232,7 +234,7 @@ def test_bad_input_exits_2(synth: Any, tmp_path: Path, capsys: Any) -> None:
     assert "cannot compare a certify baseline with a bench result" in capsys.readouterr().err
 
     future = json.loads(dumps_result(cert))
-    future["schema_version"] = 2
+    future["schema_version"] = 3
     (tmp_path / "future.json").write_text(json.dumps(future))
     good = _write(tmp_path, "good.json", cert)
     assert cli_main(["gate", "--baseline", str(tmp_path / "future.json"), "--current", good]) == 2
@@ -318,3 +320,24 @@ def test_the_documented_thresholds_file_is_accepted() -> None:
     assert config.checks_for("itl_ms") == [(50.0, 10.0)]
     assert config.checks_for("speedup_vs_http") == [(50.0, 10.0)]
     assert "tpot_ms" in config.enabled and "error_rate" in config.enabled
+
+
+def test_a_ttft_measured_with_another_definition_is_not_a_regression(
+    synth: Any, tmp_path: Path
+) -> None:
+    old = json.loads(dumps_result(synth.bench(seed=1, rollouts=30, turns=4)))
+    old["schema_version"] = 1  # TTFT to the first output event
+    del old["bench"]["ttft_definition"]
+    slower = synth.bench(seed=1, rollouts=30, turns=4, scale={"ws": {"ttft_ms": 3.0}})
+    config = load_config(None)
+
+    def ttft_findings(base: dict[str, Any]) -> list[Any]:
+        baseline = load_result(_write(tmp_path, "base.json", base))
+        findings = gate_bench(baseline, slower, config)
+        return [f for f in findings if f.metric == "ttft_ms" and f.mode == "ws"]
+
+    apart = ttft_findings(old)
+    assert apart and {f.status for f in apart} == {"insufficient-data"}
+    assert "TTFT definitions differ: first-output-event vs first-content-token" in apart[0].note
+    same = ttft_findings(json.loads(dumps_result(synth.bench(seed=1, rollouts=30, turns=4))))
+    assert "regression" in {f.status for f in same}  # the same definition: a real regression

@@ -41,7 +41,8 @@ def test_results_list_and_show(synth: Any, tmp_path: Path, capsys: Any) -> None:
 
     assert cli_main(["results", "show", str(bench_path)]) == 0
     out = capsys.readouterr().out
-    assert "bench result 'nightly' (schema v1)" in out
+    assert "bench result 'nightly' (schema v2)" in out
+    assert "ttft:    first-content-token" in out
     assert "speedup ws vs http:" in out
     assert any(line.split()[:3] == ["ws", "ttft_ms", "6"] for line in out.splitlines())
 

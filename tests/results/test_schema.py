@@ -18,6 +18,7 @@ from harness.results.schema import (
     load_result,
     new_result,
     parse_time,
+    ttft_definition,
     validate_result,
 )
 from harness.results.store import list_results, result_path, slug, write_result
@@ -31,7 +32,8 @@ def test_new_result_fills_harness_machine_and_times(tmp_path: Path) -> None:
         profile="legacy-65tps",
         config={"concurrency": 4},
     )
-    assert r["schema"] == "wsmode-results" and r["schema_version"] == 1
+    assert r["schema"] == "wsmode-results" and r["schema_version"] == 2
+    assert r["bench"]["ttft_definition"] == "first-content-token"
     assert r["harness"]["version"] == "0.1.0"
     commit = r["harness"]["commit"]
     assert commit == "unknown" or (len(commit) == 40 and int(commit, 16) >= 0)
@@ -46,6 +48,7 @@ def test_new_result_fills_harness_machine_and_times(tmp_path: Path) -> None:
     assert r["target"] == {"url": "ws://127.0.0.1:8000", "name": "reference", "version": None}
     assert r["bench"] == {
         "time_scale": 1.0,
+        "ttft_definition": "first-content-token",
         "modes": {},
         "samples": [],
         "rollouts": [],
@@ -132,7 +135,7 @@ def test_certify_validation(synth: Any, mutate: Any, message: str) -> None:
 @pytest.mark.parametrize(
     ("version", "message"),
     [
-        (2, "written by a newer wsmode"),
+        (3, "written by a newer wsmode"),
         (0, "written by an older wsmode"),
         ("1", "must be an integer"),
     ],
@@ -162,7 +165,7 @@ def test_load_refuses_non_results_and_nan(tmp_path: Path) -> None:
 
 def test_json_schema_document_matches_the_validator(synth: Any) -> None:
     doc = json.loads(SCHEMA_JSON_PATH.read_text())
-    assert doc["properties"]["schema_version"]["const"] == 1
+    assert doc["properties"]["schema_version"]["enum"] == [1, 2]
     bench = synth.bench(rollouts=2, turns=2)
     cert = synth.certify(synth.cases)
     assert set(doc["required"]) <= set(bench) and set(doc["required"]) <= set(cert)
@@ -207,3 +210,29 @@ def test_write_refuses_an_invalid_result(synth: Any, tmp_path: Path) -> None:
     with pytest.raises(ResultsSchemaError, match="label"):
         write_result(tmp_path, r)
     assert not any(tmp_path.rglob("*.json"))
+
+
+def test_a_version_1_file_is_read_and_labelled_with_its_ttft_definition(
+    synth: Any, tmp_path: Path
+) -> None:
+    old = json.loads(dumps_result(synth.bench(rollouts=1, turns=2)))
+    old["schema_version"] = 1
+    del old["bench"]["ttft_definition"]
+    for sample in old["bench"]["samples"]:
+        sample.pop("ttfe_ms", None)
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(old))
+    loaded = load_result(path)
+    assert loaded["bench"]["ttft_definition"] == "first-output-event"
+    assert ttft_definition(loaded) == "first-output-event"
+    assert ttft_definition(synth.bench(rollouts=1, turns=1)) == "first-content-token"
+
+
+def test_a_version_2_bench_file_must_name_a_known_ttft_definition(synth: Any) -> None:
+    result = synth.bench(rollouts=1, turns=1)
+    del result["bench"]["ttft_definition"]
+    with pytest.raises(ResultsSchemaError, match=r"bench\.ttft_definition: missing"):
+        validate_result(result)
+    result["bench"]["ttft_definition"] = "first-byte"
+    with pytest.raises(ResultsSchemaError, match=r"bench\.ttft_definition: must be one of"):
+        validate_result(result)

@@ -1,0 +1,396 @@
+"""Synthetic fixed-shape load (`wsmode load`): what one client process sends and measures.
+
+Every request is a plain Responses API create that any standard server accepts: `model`, one
+user message of synthetic text (`input_tokens`, fixed or normal around a mean), and
+`max_output_tokens`; `store` false, except over `http-chained`, which stores so that the next
+turn's `previous_response_id` resolves. Nothing project-only (no `wsmode` field) is sent.
+
+A *conversation* is `turns` requests on one connection (ws) or one chain (http-chained), each
+turn chained to the previous response with `previous_response_id` and carrying a fresh user
+message of the same shape; over `http` every request stands alone. Two schedules:
+
+- closed loop (no rate): `concurrency` conversations in flight, a new one as soon as one ends;
+- open loop (`rate_per_s`, Poisson arrivals of requests): each arrival takes an idle
+  conversation (or starts one), at most `concurrency` in flight. A request that waits for a free
+  slot is measured from its intended start, so a saturated client shows up as latency, never as
+  a lower rate (no coordinated omission).
+
+Stops at `requests` sent or after `duration_s` (requests then in flight finish and count).
+A request succeeds when it completes, or ends `incomplete` because it reached
+`max_output_tokens` (what the limit asks for); anything else is a failure, counted apart by
+reason. Measurement is the replay driver's (`fill_metrics`): TTFT to the first content token,
+TTFE, ITL gaps, TPOT and e2e (`harness.protocol.timing_marks`). The process fan-out and the
+results document are in `fixed_load_run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import resource
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from harness.load.bench_result import record_turn
+from harness.load.replay import (
+    Endpoint,
+    Mode,
+    ReplayOptions,
+    Session,
+    TurnResult,
+    exchange_error,
+    fill_metrics,
+    parse_mode,
+)
+from harness.results.histograms import MetricSet
+from harness.transport.events import TransportError
+from harness.transport.exchange import Exchange
+
+DEFAULT_MODEL = "gpt-5-codex"
+# common English words of at most 7 letters: one token each after a space (o200k and the
+# reference server's tokenizer alike), so N words make an N-token prompt
+_WORD_TEXT = (
+    "the of and to in is you that it he was for on are as with his they at be this have from "
+    "or one had by word but not what all were we when your can said there use an each which "
+    "she do how their if will up other about out many then them these so some her would make "
+    "like him into time has look two more write go see number no way could people my than "
+    "first water been call who oil its now find long down day did get come made may part"
+)
+_WORDS = tuple(_WORD_TEXT.split())
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSpec:
+    """One `wsmode load` run in one mode; `share` gives one process its part of it."""
+
+    mode: Mode
+    endpoint: Endpoint
+    model: str = DEFAULT_MODEL
+    input_tokens: int = 256
+    input_tokens_stddev: float = 0.0
+    output_tokens: int = 128
+    concurrency: int = 8
+    rate_per_s: float | None = None
+    duration_s: float | None = None
+    requests: int | None = None
+    turns: int = 1
+    seed: int = 0
+    timeout_s: float = 120.0
+    keep_samples: int = 20_000
+
+    def __post_init__(self) -> None:
+        parse_mode(self.mode)
+        self.endpoint.for_mode(self.mode)  # raises when the mode's URL is missing
+        for name in ("input_tokens", "output_tokens", "concurrency", "turns"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        if self.input_tokens_stddev < 0:
+            raise ValueError("input_tokens_stddev must be >= 0")
+        if self.rate_per_s is not None and not self.rate_per_s > 0:
+            raise ValueError("rate must be > 0 requests per second")
+        if self.requests is None and self.duration_s is None:
+            raise ValueError("give a request count or a duration (or both)")
+        if self.requests is not None and self.requests < 1:
+            raise ValueError("requests must be >= 1")
+        if self.duration_s is not None and not self.duration_s > 0:
+            raise ValueError("duration must be > 0 s")
+
+    @property
+    def chained(self) -> bool:
+        return self.mode != "http" and self.turns > 1
+
+    def share(self, index: int, parts: int) -> LoadSpec | None:
+        """Process `index` of `parts`: its concurrency, rate and count (None: nothing to do).
+
+        Poisson arrivals at rate r split into `parts` independent streams of r/parts each are
+        again Poisson at r in total, so the split changes nothing the target sees.
+        """
+        concurrency = _split(self.concurrency, index, parts)
+        requests = None if self.requests is None else _split(self.requests, index, parts)
+        if concurrency == 0 or requests == 0:
+            return None
+        rate = None if self.rate_per_s is None else self.rate_per_s / parts
+        seed = self.seed * 1_000_003 + index
+        return replace(self, concurrency=concurrency, requests=requests, rate_per_s=rate, seed=seed)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "url": self.endpoint.for_mode(self.mode),
+            "model": self.model,
+            "input_tokens": self.input_tokens,
+            "input_tokens_stddev": self.input_tokens_stddev,
+            "output_tokens": self.output_tokens,
+            "concurrency": self.concurrency,
+            "rate_per_s": self.rate_per_s,
+            "duration_s": self.duration_s,
+            "requests": self.requests,
+            "turns": self.turns,
+            "seed": self.seed,
+            "timeout_s": self.timeout_s,
+        }
+
+
+def _split(total: int, index: int, parts: int) -> int:
+    return total // parts + (1 if index < total % parts else 0)
+
+
+# -- what is sent (no I/O) -------------------------------------------------------------------------
+def synthetic_text(rng: random.Random, tokens: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(tokens))
+
+
+def input_token_count(spec: LoadSpec, rng: random.Random) -> int:
+    if not spec.input_tokens_stddev:
+        return spec.input_tokens
+    return max(1, round(rng.gauss(spec.input_tokens, spec.input_tokens_stddev)))
+
+
+def request_body(spec: LoadSpec, rng: random.Random, previous_id: str | None) -> dict[str, Any]:
+    """One standard create: model, one user message, max_output_tokens, store."""
+    text = synthetic_text(rng, input_token_count(spec, rng))
+    body: dict[str, Any] = {
+        "model": spec.model,
+        "input": [{"type": "message", "role": "user", "content": text}],
+        "max_output_tokens": spec.output_tokens,
+        "store": spec.mode == "http-chained",
+    }
+    if previous_id is not None:
+        body["previous_response_id"] = previous_id
+    return body
+
+
+def load_error(exchange: Exchange) -> str | None:
+    """Why a request failed, or None: completed, or stopped at the max_output_tokens asked for."""
+    error = exchange_error(exchange)
+    if error is None or not error.startswith("response.incomplete"):
+        return error
+    details = (exchange.final_response or {}).get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    return None if reason == "max_output_tokens" else f"response.incomplete ({reason})"
+
+
+# -- what one process measures ---------------------------------------------------------------------
+@dataclass
+class ShardResult:
+    """One process's measurements; `to_json`/`from_json` carry it across the process boundary."""
+
+    metrics: MetricSet = field(default_factory=MetricSet)
+    ok: int = 0
+    failed: Counter[str] = field(default_factory=Counter)
+    output_tokens: int = 0
+    input_tokens: int = 0
+    started_ns: int = 0  # time.monotonic_ns(): one clock for every process on the machine
+    ended_ns: int = 0
+    cpu_s: float = 0.0  # user + system CPU of this process over the run
+    samples: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, turn: TurnResult, keep_samples: int) -> None:
+        if turn.ok:
+            self.ok += 1
+            self.output_tokens += turn.output_tokens
+            self.input_tokens += turn.context_tokens
+            record_turn(self.metrics, turn)
+        else:
+            self.failed[_reason(turn.error)] += 1
+        if len(self.samples) < keep_samples:
+            self.samples.append(turn.to_sample())
+
+    def merge(self, other: ShardResult) -> None:
+        """Add `other` in: histograms merged without loss, counts summed, window widened."""
+        self.metrics.merge(other.metrics)
+        self.ok += other.ok
+        self.failed.update(other.failed)
+        self.output_tokens += other.output_tokens
+        self.input_tokens += other.input_tokens
+        starts = [n for n in (self.started_ns, other.started_ns) if n]
+        self.started_ns = min(starts) if starts else 0
+        self.ended_ns = max(self.ended_ns, other.ended_ns)
+        self.cpu_s += other.cpu_s
+        self.samples.extend(other.samples)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "metrics": self.metrics.to_dict(),
+            "ok": self.ok,
+            "failed": dict(self.failed),
+            "output_tokens": self.output_tokens,
+            "input_tokens": self.input_tokens,
+            "started_ns": self.started_ns,
+            "ended_ns": self.ended_ns,
+            "cpu_s": self.cpu_s,
+            "samples": self.samples,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ShardResult:
+        return cls(
+            MetricSet.from_dict(data["metrics"]),
+            int(data["ok"]),
+            Counter({str(k): int(v) for k, v in data["failed"].items()}),
+            int(data["output_tokens"]),
+            int(data["input_tokens"]),
+            int(data["started_ns"]),
+            int(data["ended_ns"]),
+            float(data["cpu_s"]),
+            list(data["samples"]),
+        )
+
+
+def _reason(error: str | None) -> str:
+    """The failure's kind without its details (`transport: ...`, `request error 400 ...`)."""
+    text = error or "failed"
+    return text.split(":", 1)[0] if text.startswith("transport") else text[:80]
+
+
+class _Conversation:
+    """A connection (ws) or chain (http-chained) serving `turns` requests, one at a time."""
+
+    def __init__(self, spec: LoadSpec, number: int) -> None:
+        self.spec = spec
+        self.number = number
+        self.options = ReplayOptions(mode=spec.mode, turn_timeout_s=spec.timeout_s)
+        self.session = Session(spec.endpoint, self.options)
+        self.previous_id: str | None = None
+        self.turns_done = 0
+        self.opened = False
+        self.broken = False
+
+    @property
+    def finished(self) -> bool:
+        return self.broken or self.turns_done >= self.spec.turns
+
+    async def request(self, rng: random.Random, shard: int, intended_ns: int) -> TurnResult:
+        turn = TurnResult(f"p{shard}-c{self.number}", self.spec.mode, self.turns_done, ok=False)
+        self.turns_done += 1
+        try:
+            if not self.opened:
+                self.opened = True
+                await self.session.open()
+            body = request_body(self.spec, rng, self.previous_id if self.spec.chained else None)
+            exchange, turn.bytes_sent, turn.bytes_received = await self.session.exchange(body)
+        except (TransportError, OSError) as exc:  # refused, reset, no handshake
+            return _failed(turn, f"transport: {exc}", self)
+        error = load_error(exchange)
+        if error is not None:
+            return _failed(turn, error, self)
+        fill_metrics(turn, exchange, 0)
+        lag_ms = max(0.0, (exchange.sent_ns - intended_ns) / 1e6) if intended_ns else 0.0
+        _add_lag(turn, lag_ms)
+        turn.ok = True
+        self.previous_id = exchange.response_id
+        return turn
+
+    async def close(self) -> None:
+        if self.opened:
+            await self.session.close()
+
+
+def _failed(turn: TurnResult, error: str, conversation: _Conversation) -> TurnResult:
+    turn.error = error
+    conversation.broken = True  # a broken chain or socket is not reused
+    return turn
+
+
+def _add_lag(turn: TurnResult, lag_ms: float) -> None:
+    """An open-loop request waiting for a slot: measured from when it was due."""
+    if not lag_ms:
+        return
+    turn.start_lag_ms = lag_ms
+    for name in ("ttft_ms", "ttfe_ms", "turn_e2e_ms"):
+        value = getattr(turn, name)
+        if value is not None:
+            setattr(turn, name, value + lag_ms)
+
+
+class _Budget:
+    """Who may send the next request: the count and the deadline, shared by the workers."""
+
+    def __init__(self, spec: LoadSpec) -> None:
+        self.remaining = spec.requests if spec.requests is not None else math.inf
+        self.deadline = (
+            time.monotonic() + spec.duration_s if spec.duration_s is not None else math.inf
+        )
+
+    def take(self) -> bool:
+        if self.remaining <= 0 or time.monotonic() >= self.deadline:
+            return False
+        self.remaining -= 1
+        return True
+
+
+async def run_shard(spec: LoadSpec, shard: int = 0) -> ShardResult:
+    """Run this process's share of the load; never raises for the target's misbehaviour."""
+    out = ShardResult()
+    rng = random.Random(spec.seed)
+    budget = _Budget(spec)
+    cpu0 = _cpu_s()
+    out.started_ns = time.monotonic_ns()
+    if spec.rate_per_s is None:
+        await _closed_loop(spec, shard, rng, budget, out)
+    else:
+        await _open_loop(spec, shard, rng, budget, out)
+    out.ended_ns = time.monotonic_ns()
+    out.cpu_s = _cpu_s() - cpu0
+    return out
+
+
+async def _closed_loop(
+    spec: LoadSpec, shard: int, rng: random.Random, budget: _Budget, out: ShardResult
+) -> None:
+    numbers = iter(range(1 << 62))
+
+    async def worker() -> None:
+        conversation = _Conversation(spec, next(numbers))
+        try:
+            while budget.take():
+                if conversation.finished:
+                    await conversation.close()
+                    conversation = _Conversation(spec, next(numbers))
+                out.add(await conversation.request(rng, shard, 0), spec.keep_samples)
+        finally:
+            await conversation.close()
+
+    await asyncio.gather(*(worker() for _ in range(spec.concurrency)))
+
+
+async def _open_loop(
+    spec: LoadSpec, shard: int, rng: random.Random, budget: _Budget, out: ShardResult
+) -> None:
+    assert spec.rate_per_s is not None
+    slots = asyncio.Semaphore(spec.concurrency)
+    idle: list[_Conversation] = []
+    numbers = iter(range(1 << 62))
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(intended_ns: int) -> None:
+        async with slots:
+            conversation = idle.pop() if idle else _Conversation(spec, next(numbers))
+            out.add(await conversation.request(rng, shard, intended_ns), spec.keep_samples)
+            if conversation.finished:
+                await conversation.close()
+            else:
+                idle.append(conversation)
+
+    next_ns = time.perf_counter_ns()
+    while budget.take():
+        next_ns += int(rng.expovariate(spec.rate_per_s) * 1e9)
+        delay_s = (next_ns - time.perf_counter_ns()) / 1e9
+        if delay_s > 0:
+            await asyncio.sleep(delay_s)
+        task = asyncio.create_task(one(next_ns))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    if tasks:
+        await asyncio.gather(*tasks)
+    for conversation in idle:
+        await conversation.close()
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
