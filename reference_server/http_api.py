@@ -172,7 +172,7 @@ class HttpConnection:
                 )
             request = parse_create(payload, transport="http")
         except wire.WireFormatError as exc:
-            await self._error(errors.invalid_json(str(exc)))
+            await self._error(errors.invalid_json(str(exc), exc.param, exc.code))
             return
         except InvalidRequest as exc:
             await self._error(exc.error)

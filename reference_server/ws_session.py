@@ -154,7 +154,7 @@ class WebSocketSession:
         try:
             _, body = parse_client_event(wire.loads(message))
         except wire.WireFormatError as exc:
-            await self.send_error(errors.invalid_json(str(exc)), None)
+            await self.send_error(errors.invalid_json(str(exc), exc.param, exc.code), None)
             return True
         except InvalidRequest as exc:
             await self.send_error(exc.error, None)
