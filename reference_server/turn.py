@@ -244,6 +244,7 @@ class TurnRunner:
             storing=request.store or self.faults.store_false_persisted,
             off_path=self.optimizations.async_post,
             services=services,
+            parent=prepared.parent,
         )
         await out.emit(terminal[-1])
         services.metrics.record_stages(stages.total_ms())

@@ -190,6 +190,7 @@ class WebSocketSession:
         if stream_id is not None and named >= self.config.limits.max_lanes:
             return errors.stream_limit_reached(stream_id, self.config.limits.max_lanes)
         lane = _Lane(ResponseCache(self.config.cache))
+        self.services.live_caches.add(lane.cache)
         lane.worker = asyncio.get_running_loop().create_task(self._worker(lane))
         self.lanes[stream_id] = lane
         return lane
