@@ -48,6 +48,9 @@ class ReferenceServer:
         self._listener: sockets.StampingListener | None = None
         self._ws_server: Server | None = None
         self._http_tasks: set[asyncio.Task[None]] = set()
+        self._http_handlers: dict[asyncio.Task[None], HttpConnection] = {}
+        self._sessions: set[WebSocketSession] = set()
+        self._stopped = False
         self._per_tenant: Counter[str] = Counter()
 
     async def __aenter__(self) -> ReferenceServer:
@@ -92,8 +95,32 @@ class ReferenceServer:
         self._ws_server.wrap(self._asyncio_server)
         self.port = self._asyncio_server.sockets[0].getsockname()[1]
 
+    async def drain(self, timeout_s: float | None = None) -> None:
+        """SIGTERM: stop accepting, refuse new creates (an error event; the socket stays open),
+        let in-flight and queued responses finish for up to `timeout_s` (the config's
+        `drain_timeout_s` by default), then `stop()`: close 1001, flush the store, close it.
+        A method of the server so every worker process drains alike."""
+        timeout_s = self.config.limits.drain_timeout_s if timeout_s is None else timeout_s
+        self.services.draining = True
+        if self._asyncio_server is not None:
+            self._asyncio_server.close()  # the listener only: open connections stay
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not self.quiet() and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        await self.stop()
+
+    def quiet(self) -> bool:
+        """No response in flight or queued on any connection."""
+        return all(session.idle() for session in self._sessions) and not any(
+            handler.busy for handler in self._http_handlers.values()
+        )
+
     async def stop(self) -> None:
-        """Drain: stop accepting, close sockets with 1001, flush pending store writes."""
+        """Stop now: close sockets with 1001, flush pending store writes, close the store."""
+        if self._stopped:
+            return
+        self._stopped = True
         if self._ws_server is not None:
             self._ws_server.close()
             with contextlib.suppress(TimeoutError):
@@ -138,7 +165,9 @@ class ReferenceServer:
         handler = HttpConnection(self.services, self.keyring, reader, writer, protocol)
         task = loop.create_task(handler.serve())
         self._http_tasks.add(task)
+        self._http_handlers[task] = handler
         task.add_done_callback(self._http_tasks.discard)
+        task.add_done_callback(lambda done: self._http_handlers.pop(done, None))
 
     # -- WebSocket ------------------------------------------------------------------------
     def _check_upgrade(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -168,9 +197,12 @@ class ReferenceServer:
         assert isinstance(connection, StampedServerConnection)  # accept_websocket builds only those
         tenant = connection.username
         self._per_tenant[tenant] += 1
+        session = WebSocketSession(self.services, connection, tenant)
+        self._sessions.add(session)
         try:
-            await WebSocketSession(self.services, connection, tenant).run()
+            await session.run()
         finally:
+            self._sessions.discard(session)
             self._per_tenant[tenant] -= 1
 
 

@@ -69,6 +69,12 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "--max-pending", type=int, default=4, help="creates queued behind the one in flight"
     )
     parser.add_argument("--send-stall-timeout-s", type=float, default=10.0)
+    parser.add_argument(
+        "--drain-timeout-s",
+        type=float,
+        default=10.0,
+        help="on SIGTERM, how long in-flight responses may finish before sockets close 1001",
+    )
     parser.add_argument("--max-message-bytes", type=int, default=4 * 1024 * 1024)
     parser.add_argument("--context-window", type=int, default=200_000, help="tokens")
     parser.add_argument(
@@ -112,6 +118,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             connection_lifetime_s=args.lifetime_s,
             max_pending_per_connection=args.max_pending,
             send_stall_timeout_s=args.send_stall_timeout_s,
+            drain_timeout_s=args.drain_timeout_s,
             max_message_bytes=args.max_message_bytes,
             context_window_tokens=args.context_window,
             socket_receive_buffer_bytes=args.receive_buffer_bytes,
@@ -146,3 +153,4 @@ async def _serve_until_signalled(config: ServerConfig) -> None:
             flush=True,
         )
         await stop.wait()
+        await server.drain()

@@ -53,6 +53,7 @@ class HttpConnection:
             h11.SERVER, max_incomplete_event_size=self.limits.max_http_header_bytes
         )
         self.runner = TurnRunner(services)
+        self.busy = False  # handling a request (a drain waits for it)
 
     async def serve(self) -> None:
         try:
@@ -60,7 +61,11 @@ class HttpConnection:
                 event = await self._next_event(KEEP_ALIVE_TIMEOUT_S)
                 if not isinstance(event, h11.Request):
                     break
-                await self._handle(event)
+                self.busy = True
+                try:
+                    await self._handle(event)
+                finally:
+                    self.busy = False
                 if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
                     break
                 self.h11.start_next_cycle()
@@ -153,6 +158,9 @@ class HttpConnection:
 
     async def _create(self, tenant: str) -> None:
         body = await self._read_body()
+        if self.services.draining:
+            await self._error(errors.server_shutting_down())
+            return
         received_at = self.stamps.request_arrival() if self.stamps else time.perf_counter()
         if body is None:
             await self._error(

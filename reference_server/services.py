@@ -33,6 +33,7 @@ class Services:
     faults: Faults = field(default_factory=Faults)  # the typed view of `config.faults`
     # Only the `shared-cache` fault uses this: one cache for every connection (a bug on purpose).
     shared_cache: ResponseCache[Conversation] | None = None
+    draining: bool = False  # SIGTERM: new creates are refused, in-flight ones finish
     # Every live connection cache, for the cache gauges (a closed connection's drops out).
     live_caches: weakref.WeakSet[ResponseCache[Conversation]] = field(
         default_factory=weakref.WeakSet

@@ -111,6 +111,10 @@ class WebSocketSession:
                 lane.cache.clear()
             metrics.connections -= 1
 
+    def idle(self) -> bool:
+        """No response in flight or queued (what a drain waits for)."""
+        return self._idle()
+
     def _idle(self) -> bool:
         return all(lane.waiting == 0 for lane in self.lanes.values())
 
@@ -196,6 +200,9 @@ class WebSocketSession:
         return lane
 
     async def _enqueue(self, pending: _Pending) -> bool:
+        if self.services.draining:
+            await self.send_error(errors.server_shutting_down(), pending.request.stream_id)
+            return True
         lane = self._lane(pending.request.stream_id)
         if isinstance(lane, ApiError):
             await self.send_error(lane, pending.request.stream_id)

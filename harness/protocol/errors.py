@@ -160,6 +160,17 @@ def unauthorized() -> ApiError:
     )
 
 
+def server_shutting_down() -> ApiError:
+    """A create that arrived while the server drains (SIGTERM): retry on a new connection."""
+    return ApiError(
+        503,
+        "server_error",
+        "server_shutting_down",
+        "The server is shutting down and accepts no new responses; "
+        "retry on a new connection.",
+    )
+
+
 def server_error(
     message: str = "The server had an error while processing your request.",
 ) -> ApiError:
