@@ -128,7 +128,7 @@ class ResponseStore:
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA busy_timeout=10000")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, _SCHEMA_VERSION):
+            if version not in (0, 1, _SCHEMA_VERSION):
                 raise RuntimeError(
                     f"{self.path}: store schema version {version} is not supported "
                     f"(expected {_SCHEMA_VERSION})"
