@@ -89,6 +89,7 @@ class ReferenceServer:
                 self,
                 max_head_bytes=limits.max_http_header_bytes,
                 head_timeout_s=limits.handshake_timeout_s,
+                admit_http=self._admit_http,
             ),
             sock=self._listener,
         )
@@ -153,6 +154,11 @@ class ReferenceServer:
         transport.set_protocol(connection)
         connection.connection_made(transport)
         connection.data_received(head)
+
+    def _admit_http(self) -> bool:
+        """Room for one more HTTP connection (and not draining)?"""
+        limit = self.config.limits.max_http_connections
+        return not self.services.draining and len(self._http_tasks) < limit
 
     def accept_http(self, transport: asyncio.Transport, head: bytes) -> None:
         loop = asyncio.get_running_loop()
