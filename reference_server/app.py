@@ -29,6 +29,7 @@ from reference_server.auth import KeyRing
 from reference_server.config import ServerConfig
 from reference_server.connection import StampedServerConnection, StampedStreamProtocol
 from reference_server.http_api import HttpConnection
+from reference_server.logs import handshake_logger
 from reference_server.services import Services
 from reference_server.ws_session import WebSocketSession
 
@@ -75,6 +76,7 @@ class ReferenceServer:
             process_request=self._check_upgrade,
             server_header="wsmode-reference",
             open_timeout=limits.handshake_timeout_s,
+            logger=handshake_logger(),
         )
         loop = self.loop = asyncio.get_running_loop()
         # a listener whose connections read with kernel arrival stamps (sockets.py): a request's

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.protocol.cache import CachePolicy
+from reference_server import logs
 from reference_server.app import ReferenceServer
 from reference_server.config import (
     API_KEY_ENV,
@@ -21,6 +22,7 @@ from reference_server.config import (
 )
 from reference_server.cost_profiles import PROFILE_NAMES
 from reference_server.faults import ALL_FAULTS, check_fault_names
+from reference_server.logs import LOG_FORMATS, LOG_LEVELS
 
 
 def register(subparsers: Any) -> None:
@@ -92,6 +94,13 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         help="switch an optimization off (repeatable): "
         + ", ".join(Optimizations.__dataclass_fields__),
     )
+    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS)
+    parser.add_argument(
+        "--log-format",
+        default="text",
+        choices=LOG_FORMATS,
+        help="stderr log lines: text (key=value fields) or json (one object per line)",
+    )
     parser.add_argument(
         "--fault",
         action="append",
@@ -136,6 +145,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"wsmode serve: {exc}")
         return 2
+    logs.configure(args.log_level, args.log_format)
     asyncio.run(_serve_until_signalled(config))
     return 0
 

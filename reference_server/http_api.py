@@ -23,6 +23,7 @@ from harness.transport.h11_loop import H11Event, next_h11_event, read_within
 from harness.transport.sse_wire import encode_events
 from reference_server.auth import KeyRing
 from reference_server.connection import StampedStreamProtocol
+from reference_server.logs import connection_id
 from reference_server.services import Services
 from reference_server.turn import RequestRefused, Send, TurnContext, TurnRunner
 
@@ -56,6 +57,7 @@ class HttpConnection:
         )
         self.runner = TurnRunner(services)
         self.busy = False  # handling a request (a drain waits for it)
+        self.connection_id = connection_id("http")
 
     async def serve(self) -> None:
         try:
@@ -221,7 +223,9 @@ class HttpConnection:
         except InvalidRequest as exc:
             await self._error(exc.error)
             return
-        ctx = TurnContext("http", tenant, None, received_at, len(body))
+        ctx = TurnContext(
+            "http", tenant, None, received_at, len(body), connection_id=self.connection_id
+        )
         started = False
 
         async def send_sse(*events: Event) -> None:

@@ -36,6 +36,7 @@ from harness.protocol.requests import (
 from reference_server.connection import StampedServerConnection
 from reference_server.conversation import Conversation
 from reference_server.faults import flatten_error
+from reference_server.logs import connection_id
 from reference_server.pipeline.refusals import RequestRefused
 from reference_server.services import Services
 from reference_server.turn import TurnContext, TurnRunner
@@ -80,6 +81,7 @@ class WebSocketSession:
         self.lanes: dict[str | None, _Lane] = {}
         self.active = asyncio.Semaphore(self.config.limits.max_active_lanes)
         self.opened_at = time.monotonic()
+        self.connection_id = connection_id("ws")
         self._closing = False
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -239,7 +241,13 @@ class WebSocketSession:
     async def _run_one(self, lane: _Lane, pending: _Pending) -> bool:
         forks = tuple(other.cache for other in self.lanes.values() if other is not lane)
         ctx = TurnContext(
-            "ws", self.tenant, lane.cache, pending.received_at, pending.size_bytes, forks
+            "ws",
+            self.tenant,
+            lane.cache,
+            pending.received_at,
+            pending.size_bytes,
+            forks,
+            self.connection_id,
         )
         try:
             await self.runner.run(pending.request, ctx, self.send)
