@@ -166,8 +166,7 @@ def server_shutting_down() -> ApiError:
         503,
         "server_error",
         "server_shutting_down",
-        "The server is shutting down and accepts no new responses; "
-        "retry on a new connection.",
+        "The server is shutting down and accepts no new responses; retry on a new connection.",
     )
 
 
