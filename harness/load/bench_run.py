@@ -36,6 +36,7 @@ from harness.load.bench_console import Progress, format_analysis, format_failure
 from harness.load.bench_result import CUT_ERROR, BenchRun, build_result
 from harness.load.embedded_server import EmbeddedServer
 from harness.load.gc_policy import load_gc
+from harness.load.liveness import TargetWatch
 from harness.load.replay import HttpClientPool, RolloutResult, TurnResult, replay_rollout
 from harness.load.schedule import closed_loop, interleaved, open_loop
 from harness.load.variants import (
@@ -86,8 +87,11 @@ async def run_variants(
                 min(slots, len(run.rollouts) * config.repeats),
             )
 
+    watches: dict[str, TargetWatch] = {}  # one per target URL: a dead target stops its rollouts
+
     async def runner(job: Replay, intended_ns: int | None) -> RolloutResult:
         variant = job.variant
+        url = variant.endpoint.for_mode(variant.mode)
         return await replay_rollout(
             job.rollout,
             variant.endpoint,
@@ -96,6 +100,7 @@ async def run_variants(
             intended_start_ns=intended_ns,
             http_pool=pool,
             on_turn=job.turns.append,
+            watch=watches.setdefault(url, TargetWatch()),
         )
 
     try:

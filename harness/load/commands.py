@@ -17,6 +17,7 @@ from harness.load.bench_config import (
 )
 from harness.load.bench_run import run_bench, usage_error
 from harness.load.embedded_server import DEFAULT_PROFILE
+from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S
 from harness.load.replay import MODES, parse_mode
 from harness.load.variants import NOCACHE_VARIANT
 
@@ -136,7 +137,11 @@ def _add_load_arguments(load: argparse._ArgumentGroup) -> None:
         help="replay at most the first N selected rollouts per variant (per sweep level)",
     )
     load.add_argument(
-        "--turn-timeout-s", type=float, default=120.0, help="a turn that takes longer fails"
+        "--turn-timeout-s",
+        type=float,
+        default=DEFAULT_TURN_TIMEOUT_S,
+        help="a turn that takes longer fails (then a liveness probe decides whether the target "
+        "is dead, which ends the run's remaining rollouts)",
     )
     load.add_argument("--seed", type=int, default=0, help="arrivals, bootstrap and tenant keys")
 
