@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,8 @@ from reference_server.logs import connection_id
 from reference_server.pipeline.refusals import RequestRefused
 from reference_server.services import Services
 from reference_server.turn import TurnContext, TurnRunner
+
+log = logging.getLogger(__name__)
 
 # websockets waits for the transport to drain only above its write limit (32 KiB by default), so
 # a send that keeps the buffer below it returns at once and needs no timer (a timer per event
@@ -258,6 +261,9 @@ class WebSocketSession:
                 return False
         except ClientGone:
             return False
+        except Exception:  # a bug must cost one response, not the lane: its worker lives on
+            log.exception("response failed inside the server (connection %s)", self.connection_id)
+            await self.send_error(errors.server_error(), pending.request.stream_id)
         return True
 
     # -- writing --------------------------------------------------------------------------

@@ -140,6 +140,12 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
     """Validate one `response.create` payload (WS frame without `type`, or HTTP body)."""
     model = _model(body, transport)
     previous = _expect(body, "previous_response_id", (str,), "a string")
+    if previous == "":
+        raise _fail(
+            "Invalid 'previous_response_id': expected a response id, got an empty string.",
+            "previous_response_id",
+            "invalid_value",
+        )
     items = normalize_input(body.get("input"))
     generate = _expect(body, "generate", (bool,), "a boolean")
     if not items and previous is None and generate is not False:
