@@ -50,13 +50,12 @@ def test_a_bad_upgrade_is_one_warning_without_a_traceback(
     make_server: ServerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    with make_server() as server:
-        with socket.create_connection(("127.0.0.1", server.port)) as sock:
-            sock.sendall(
-                b"GET /v1/responses HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
-                b"Connection: Upgrade\r\nSec-WebSocket-Key: abc\r\nSec-WebSocket-Version: 13\r\n\r\n"
-            )
-            assert sock.recv(100).startswith(b"HTTP/1.1 400")
+    with make_server() as server, socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(
+            b"GET /v1/responses HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Key: abc\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        assert sock.recv(100).startswith(b"HTTP/1.1 400")
     upgrade = [r for r in caplog.records if r.name == "websockets.server" and r.levelno > 20]
     assert len(upgrade) == 1 and upgrade[0].exc_info is None
     assert "Sec-WebSocket-Key" in upgrade[0].getMessage()

@@ -92,7 +92,7 @@ def random_value(rng: random.Random, depth: int = 0) -> Any:
         return [random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
     if kind == 7:
         return {
-            rng.choice(FIELDS + ("type", "role", "content", "name")): random_value(rng, depth + 1)
+            rng.choice((*FIELDS, "type", "role", "content", "name")): random_value(rng, depth + 1)
             for _ in range(rng.randrange(4))
         }
     return random_item(rng, depth + 1)
