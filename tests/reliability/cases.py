@@ -175,6 +175,19 @@ class Tally:
     hangs: list[str] = field(default_factory=list)
     server_errors: list[str] = field(default_factory=list)
 
+    def absorb(self, other: Tally) -> None:
+        """Add another tally's counts (one per thread, merged at the end)."""
+        self.cases += other.cases
+        self.errors_answered += other.errors_answered
+        self.responses += other.responses
+        for mine, theirs in (
+            (self.leaks, other.leaks),
+            (self.wrong_closes, other.wrong_closes),
+            (self.hangs, other.hangs),
+            (self.server_errors, other.server_errors),
+        ):
+            mine.extend(theirs)
+
     @property
     def problems(self) -> list[str]:
         return [*self.leaks, *self.wrong_closes, *self.hangs, *self.server_errors]
