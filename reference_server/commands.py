@@ -94,6 +94,15 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         help="switch an optimization off (repeatable): "
         + ", ".join(Optimizations.__dataclass_fields__),
     )
+    parser.add_argument(
+        "--store-max-bytes",
+        type=int,
+        default=1024**3,
+        help="store=true payload bound; the oldest records are evicted first (0: unbounded)",
+    )
+    parser.add_argument(
+        "--store-retention-s", type=float, default=30 * 86400.0, help="store=true retention"
+    )
     parser.add_argument("--log-level", default="info", choices=LOG_LEVELS)
     parser.add_argument(
         "--log-format",
@@ -136,6 +145,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         faults=check_fault_names(args.fault),
         lanes=args.lanes,
         compression=args.compression,
+        store_max_bytes=args.store_max_bytes or None,
+        store_retention_s=args.store_retention_s,
     )
 
 

@@ -83,7 +83,7 @@ class ServerConfig:
     lanes: bool = False  # named lanes (stream_id), the 2026-08 extension
     compression: bool = False  # offer permessage-deflate (codex asks for it; the SDK does not)
     store_retention_s: float = 30 * 86400
-    store_max_bytes: int | None = None
+    store_max_bytes: int | None = 1024**3  # payload bytes; over it the oldest records go first
 
     @property
     def store_path(self) -> Path:

@@ -267,6 +267,12 @@ def http_case(http_url: str, seed: int, tally: Tally) -> None:
     if status >= 500:
         tally.server_errors.append(f"seed {seed}: HTTP {status}: {text[:200]}")
         return
+    if status == 200 and text.startswith("event:"):  # the mutation asked for a stream
+        if not any(f"event: {kind}\n" in text for kind in TERMINALS):
+            tally.server_errors.append(f"seed {seed}: an SSE stream without a terminal event")
+        else:
+            tally.responses += 1
+        return
     try:
         parsed = json.loads(text)
     except ValueError:
