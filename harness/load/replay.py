@@ -473,7 +473,8 @@ async def replay_rollout(
     last_ns = started_ns
     try:
         if watch is not None and watch.dead_reason is not None:
-            return _not_run(result, rollout, mode_name, watch.dead_reason, on_turn)
+            reason = f"not run: {watch.dead_reason}"
+            return _failed_at_start(result, rollout, mode_name, reason, on_turn)
         try:
             connect_start = time.perf_counter_ns()
             await session.open()
@@ -481,12 +482,7 @@ async def replay_rollout(
         except (TransportError, ValueError, OSError) as exc:
             if watch is not None and isinstance(exc, TargetTimeout):
                 await _probe(watch, endpoint, options, rollout)
-            result.ok = False
-            result.error = f"connect: {exc}"
-            result.turns.append(TurnResult(rollout.id, mode_name, 0, False, result.error))
-            if on_turn is not None:
-                on_turn(result.turns[-1])
-            return result
+            return _failed_at_start(result, rollout, mode_name, f"connect: {exc}", on_turn)
         for turn in turns:
             if watch is not None and watch.dead_reason is not None:
                 result.ok = False
@@ -518,16 +514,16 @@ async def _probe(
     await watch.after_timeout(url, options.mode, options.model or rollout.model, endpoint.api_key)
 
 
-def _not_run(
+def _failed_at_start(
     result: RolloutResult,
     rollout: Rollout,
     mode_name: str,
-    reason: str,
+    error: str,
     on_turn: Callable[[TurnResult], None] | None,
 ) -> RolloutResult:
-    """A rollout not started because its target was found dead."""
+    """A rollout that ended before turn 0: it could not connect, or its target is dead."""
     result.ok = False
-    result.error = f"not run: {reason}"
+    result.error = error
     result.turns.append(TurnResult(rollout.id, mode_name, 0, False, result.error))
     if on_turn is not None:
         on_turn(result.turns[-1])
