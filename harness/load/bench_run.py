@@ -65,7 +65,11 @@ class Replay:
 
 
 async def run_variants(
-    run: BenchRun, *, progress: TextIO | None = None, http_pool: HttpClientPool | None = None
+    run: BenchRun,
+    *,
+    progress: TextIO | None = None,
+    http_pool: HttpClientPool | None = None,
+    watches: dict[str, TargetWatch] | None = None,
 ) -> list[RolloutResult]:
     """Replay every (rollout, variant) pair with the configured schedule.
 
@@ -87,7 +91,8 @@ async def run_variants(
                 min(slots, len(run.rollouts) * config.repeats),
             )
 
-    watches: dict[str, TargetWatch] = {}  # one per target URL: a dead target stops its rollouts
+    # one per target URL (shared with the warm-up): a dead target stops its rollouts
+    watches = watches if watches is not None else {}
 
     async def runner(job: Replay, intended_ns: int | None) -> RolloutResult:
         variant = job.variant
@@ -174,22 +179,29 @@ def cut_result(job: Replay, limit_s: float | None) -> RolloutResult:
 
 
 async def warm_up(
-    variants: Sequence[Variant], rollout: Rollout, http_pool: HttpClientPool | None = None
+    variants: Sequence[Variant],
+    rollout: Rollout,
+    http_pool: HttpClientPool | None = None,
+    watches: dict[str, TargetWatch] | None = None,
 ) -> None:
-    """One unrecorded turn per variant: first connections, imports and caches out of the way."""
+    """One unrecorded turn per variant: first connections, imports and caches out of the way.
+    With `watches`, a warm-up turn that times out probes its target (a dead one ends the run)."""
     for variant in variants:
         options = replace(variant.options, max_turns=1, time_scale=0.0)
+        url = variant.endpoint.for_mode(variant.mode)
+        watch = watches.setdefault(url, TargetWatch()) if watches is not None else None
         await replay_rollout(
-            rollout, variant.endpoint, options, name=variant.name, http_pool=http_pool
+            rollout, variant.endpoint, options, name=variant.name, http_pool=http_pool, watch=watch
         )
 
 
 async def _warm_up_and_replay(run: BenchRun, err: TextIO) -> None:
     pool = HttpClientPool()
+    watches: dict[str, TargetWatch] = {}
     try:
         if run.rollouts:
-            await warm_up(run.variants, run.rollouts[0], pool)
-        run.results = await run_variants(run, progress=err, http_pool=pool)
+            await warm_up(run.variants, run.rollouts[0], pool, watches)
+        run.results = await run_variants(run, progress=err, http_pool=pool, watches=watches)
     finally:
         await pool.aclose()
 
