@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import threading
+import time
+import urllib.request
 from typing import Any
 
 import pytest
@@ -62,4 +65,26 @@ def test_a_stream_longer_than_the_drain_timeout_is_closed_1001(child_server: Any
     events, close_code = asyncio.run(body())
     assert not [e for e in events if e["type"] in TERMINAL_TYPES]
     assert close_code == 1001
+    assert server.process.wait(15) == 0
+
+
+def test_sigterm_lets_an_http_stream_in_flight_finish(child_server: Any) -> None:
+    server = child_server("--drain-timeout-s", "20", profile="spark-1000tps")
+    body = json.loads(scripted(1500, store=False, stream=True))
+    body.pop("type")
+    request = urllib.request.Request(
+        f"{server.http_url}/responses", data=json.dumps(body).encode(), method="POST"
+    )
+    received: list[bytes] = []
+
+    def post() -> None:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            received.append(reply.read())
+
+    thread = threading.Thread(target=post)
+    thread.start()
+    time.sleep(0.5)  # the stream is under way (~1.5 s of decode)
+    server.process.send_signal(signal.SIGTERM)
+    thread.join(30)
+    assert received and b"event: response.completed\n" in received[0]
     assert server.process.wait(15) == 0
