@@ -42,6 +42,7 @@ def test_one_line_per_response_and_refusal_with_fields_and_no_key(
     for formatter in (TextFormatter(), JsonFormatter()):
         rendered = [formatter.format(r) for r in caplog.records]
         assert not any(KEY in line for line in rendered)
+    assert f"response_id={done['response_id']} connection=ws-" in TextFormatter().format(lines[0])
     parsed = json.loads(JsonFormatter().format(lines[0]))
     assert parsed["response_id"] == done["response_id"] and parsed["level"] == "info"
 
