@@ -29,6 +29,7 @@ from reference_server.auth import KeyRing
 from reference_server.config import ServerConfig
 from reference_server.connection import StampedServerConnection, StampedStreamProtocol
 from reference_server.http_api import HttpConnection
+from reference_server.logs import handshake_logger
 from reference_server.services import Services
 from reference_server.ws_session import WebSocketSession
 
@@ -48,6 +49,9 @@ class ReferenceServer:
         self._listener: sockets.StampingListener | None = None
         self._ws_server: Server | None = None
         self._http_tasks: set[asyncio.Task[None]] = set()
+        self._http_handlers: dict[asyncio.Task[None], HttpConnection] = {}
+        self._sessions: set[WebSocketSession] = set()
+        self._stopped = False
         self._per_tenant: Counter[str] = Counter()
 
     async def __aenter__(self) -> ReferenceServer:
@@ -72,6 +76,7 @@ class ReferenceServer:
             process_request=self._check_upgrade,
             server_header="wsmode-reference",
             open_timeout=limits.handshake_timeout_s,
+            logger=handshake_logger(),
         )
         loop = self.loop = asyncio.get_running_loop()
         # a listener whose connections read with kernel arrival stamps (sockets.py): a request's
@@ -86,14 +91,39 @@ class ReferenceServer:
                 self,
                 max_head_bytes=limits.max_http_header_bytes,
                 head_timeout_s=limits.handshake_timeout_s,
+                admit_http=self._admit_http,
             ),
             sock=self._listener,
         )
         self._ws_server.wrap(self._asyncio_server)
         self.port = self._asyncio_server.sockets[0].getsockname()[1]
 
+    async def drain(self, timeout_s: float | None = None) -> None:
+        """SIGTERM: stop accepting, refuse new creates (an error event; the socket stays open),
+        let in-flight and queued responses finish for up to `timeout_s` (the config's
+        `drain_timeout_s` by default), then `stop()`: close 1001, flush the store, close it.
+        A method of the server so every worker process drains alike."""
+        timeout_s = self.config.limits.drain_timeout_s if timeout_s is None else timeout_s
+        self.services.draining = True
+        if self._asyncio_server is not None:
+            self._asyncio_server.close()  # the listener only: open connections stay
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not self.quiet() and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        await self.stop()
+
+    def quiet(self) -> bool:
+        """No response in flight or queued on any connection."""
+        return all(session.idle() for session in self._sessions) and not any(
+            handler.busy for handler in self._http_handlers.values()
+        )
+
     async def stop(self) -> None:
-        """Drain: stop accepting, close sockets with 1001, flush pending store writes."""
+        """Stop now: close sockets with 1001, flush pending store writes, close the store."""
+        if self._stopped:
+            return
+        self._stopped = True
         if self._ws_server is not None:
             self._ws_server.close()
             with contextlib.suppress(TimeoutError):
@@ -127,6 +157,11 @@ class ReferenceServer:
         connection.connection_made(transport)
         connection.data_received(head)
 
+    def _admit_http(self) -> bool:
+        """Room for one more HTTP connection (and not draining)?"""
+        limit = self.config.limits.max_http_connections
+        return not self.services.draining and len(self._http_tasks) < limit
+
     def accept_http(self, transport: asyncio.Transport, head: bytes) -> None:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=self.config.limits.max_message_bytes)
@@ -138,7 +173,9 @@ class ReferenceServer:
         handler = HttpConnection(self.services, self.keyring, reader, writer, protocol)
         task = loop.create_task(handler.serve())
         self._http_tasks.add(task)
+        self._http_handlers[task] = handler
         task.add_done_callback(self._http_tasks.discard)
+        task.add_done_callback(lambda done: self._http_handlers.pop(done, None))
 
     # -- WebSocket ------------------------------------------------------------------------
     def _check_upgrade(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -168,9 +205,12 @@ class ReferenceServer:
         assert isinstance(connection, StampedServerConnection)  # accept_websocket builds only those
         tenant = connection.username
         self._per_tenant[tenant] += 1
+        session = WebSocketSession(self.services, connection, tenant)
+        self._sessions.add(session)
         try:
-            await WebSocketSession(self.services, connection, tenant).run()
+            await session.run()
         finally:
+            self._sessions.discard(session)
             self._per_tenant[tenant] -= 1
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.protocol.cache import CachePolicy
+from reference_server import logs
 from reference_server.app import ReferenceServer
 from reference_server.config import (
     API_KEY_ENV,
@@ -21,6 +22,7 @@ from reference_server.config import (
 )
 from reference_server.cost_profiles import PROFILE_NAMES
 from reference_server.faults import ALL_FAULTS, check_fault_names
+from reference_server.logs import LOG_FORMATS, LOG_LEVELS
 
 
 def register(subparsers: Any) -> None:
@@ -69,6 +71,12 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "--max-pending", type=int, default=4, help="creates queued behind the one in flight"
     )
     parser.add_argument("--send-stall-timeout-s", type=float, default=10.0)
+    parser.add_argument(
+        "--drain-timeout-s",
+        type=float,
+        default=10.0,
+        help="on SIGTERM, how long in-flight responses may finish before sockets close 1001",
+    )
     parser.add_argument("--max-message-bytes", type=int, default=4 * 1024 * 1024)
     parser.add_argument("--context-window", type=int, default=200_000, help="tokens")
     parser.add_argument(
@@ -85,6 +93,22 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         choices=list(Optimizations.__dataclass_fields__),
         help="switch an optimization off (repeatable): "
         + ", ".join(Optimizations.__dataclass_fields__),
+    )
+    parser.add_argument(
+        "--store-max-bytes",
+        type=int,
+        default=1024**3,
+        help="store=true payload bound; the oldest records are evicted first (0: unbounded)",
+    )
+    parser.add_argument(
+        "--store-retention-s", type=float, default=30 * 86400.0, help="store=true retention"
+    )
+    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS)
+    parser.add_argument(
+        "--log-format",
+        default="text",
+        choices=LOG_FORMATS,
+        help="stderr log lines: text (key=value fields) or json (one object per line)",
     )
     parser.add_argument(
         "--fault",
@@ -112,6 +136,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             connection_lifetime_s=args.lifetime_s,
             max_pending_per_connection=args.max_pending,
             send_stall_timeout_s=args.send_stall_timeout_s,
+            drain_timeout_s=args.drain_timeout_s,
             max_message_bytes=args.max_message_bytes,
             context_window_tokens=args.context_window,
             socket_receive_buffer_bytes=args.receive_buffer_bytes,
@@ -120,6 +145,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         faults=check_fault_names(args.fault),
         lanes=args.lanes,
         compression=args.compression,
+        store_max_bytes=args.store_max_bytes or None,
+        store_retention_s=args.store_retention_s,
     )
 
 
@@ -129,6 +156,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"wsmode serve: {exc}")
         return 2
+    logs.configure(args.log_level, args.log_format)
     asyncio.run(_serve_until_signalled(config))
     return 0
 
@@ -146,3 +174,4 @@ async def _serve_until_signalled(config: ServerConfig) -> None:
             flush=True,
         )
         await stop.wait()
+        await server.drain()

@@ -44,6 +44,8 @@ class Optimizations:
 class Limits:
     max_message_bytes: int = 4 * 1024 * 1024  # WS message / HTTP body; WS breach closes 1009
     max_http_header_bytes: int = 16 * 1024
+    http_request_deadline_s: float = 30.0  # one HTTP request's head + body, however it trickles
+    max_http_connections: int = 256  # open HTTP connections; over it: 503 before reading
     send_stall_timeout_s: float = 10.0  # a client that stops reading is cut off (1008)
     handshake_timeout_s: float = 10.0
     ping_interval_s: float = 20.0
@@ -81,7 +83,7 @@ class ServerConfig:
     lanes: bool = False  # named lanes (stream_id), the 2026-08 extension
     compression: bool = False  # offer permessage-deflate (codex asks for it; the SDK does not)
     store_retention_s: float = 30 * 86400
-    store_max_bytes: int | None = None
+    store_max_bytes: int | None = 1024**3  # payload bytes; over it the oldest records go first
 
     @property
     def store_path(self) -> Path:

@@ -8,6 +8,7 @@ ordinary HTTP errors with an `{"error": {...}}` body.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from typing import Any
@@ -22,9 +23,11 @@ from harness.transport.h11_loop import H11Event, next_h11_event, read_within
 from harness.transport.sse_wire import encode_events
 from reference_server.auth import KeyRing
 from reference_server.connection import StampedStreamProtocol
+from reference_server.logs import connection_id
 from reference_server.services import Services
 from reference_server.turn import RequestRefused, Send, TurnContext, TurnRunner
 
+_HTTP_VERSIONS = (b"1.0", b"1.1")
 _RESPONSES_PATH = re.compile(r"^(?:/v1)?/responses$")
 _RETRIEVE_PATH = re.compile(r"^(?:/v1)?/responses/(?P<id>[A-Za-z0-9_.-]{1,128})$")
 KEEP_ALIVE_TIMEOUT_S = 5.0
@@ -53,26 +56,51 @@ class HttpConnection:
             h11.SERVER, max_incomplete_event_size=self.limits.max_http_header_bytes
         )
         self.runner = TurnRunner(services)
+        self.busy = False  # handling a request (a drain waits for it)
+        self.connection_id = connection_id("http")
 
     async def serve(self) -> None:
         try:
             while True:
-                event = await self._next_event(KEEP_ALIVE_TIMEOUT_S)
+                # a keep-alive wait, then the head: bounded as a whole, not only per read
+                async with asyncio.timeout(KEEP_ALIVE_TIMEOUT_S + self.limits.handshake_timeout_s):
+                    event = await self._next_event(KEEP_ALIVE_TIMEOUT_S)
                 if not isinstance(event, h11.Request):
                     break
-                await self._handle(event)
+                self.busy = True
+                try:
+                    await self._handle(event)
+                finally:
+                    self.busy = False
                 if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
                     break
                 self.h11.start_next_cycle()
-        except (_Gone, TimeoutError, ConnectionError, h11.RemoteProtocolError):
+        except h11.RemoteProtocolError as exc:
+            await self._refuse_malformed(exc)
+        except (_Gone, TimeoutError, ConnectionError):
             pass
         finally:
             self.writer.close()
+
+    async def _refuse_malformed(self, exc: h11.RemoteProtocolError) -> None:
+        """A request h11 cannot parse: 400 (or 431 for an oversized head), then close."""
+        if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return  # a response is already under way: closing is all that is left
+        status = exc.error_status_hint
+        code = "headers_too_large" if status == 431 else "malformed_request"
+        message = "Request header fields too large." if status == 431 else "Malformed HTTP request."
+        with contextlib.suppress(_Gone, h11.LocalProtocolError):
+            await self._error(ApiError(status, "invalid_request_error", code, message), close=True)
 
     async def _next_event(self, timeout_s: float) -> H11Event:
         return await next_h11_event(self.h11, read_within(self.reader, timeout_s))
 
     async def _read_body(self) -> bytes | None:
+        """The body, or None when over the size limit; TimeoutError past the request deadline."""
+        async with asyncio.timeout(self.limits.http_request_deadline_s):
+            return await self._read_body_chunks()
+
+    async def _read_body_chunks(self) -> bytes | None:
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -92,6 +120,21 @@ class HttpConnection:
 
     # -- routing --------------------------------------------------------------------------
     async def _handle(self, request: h11.Request) -> None:
+        try:
+            await self._route(request)
+        except TimeoutError:  # the body did not arrive within the request deadline
+            deadline_s = self.limits.http_request_deadline_s
+            message = f"The request was not received within {deadline_s:g} s."
+            error = ApiError(408, "invalid_request_error", "request_timeout", message)
+            await self._error(error, close=True)
+
+    async def _route(self, request: h11.Request) -> None:
+        if request.http_version not in _HTTP_VERSIONS:
+            version = request.http_version.decode("ascii", "replace")[:16]
+            message = f"HTTP/{version} is not supported; use HTTP/1.1."
+            error = ApiError(505, "invalid_request_error", "http_version_not_supported", message)
+            await self._error(error, close=True)
+            return
         method = request.method.decode("ascii", "replace")
         path = request.target.decode("ascii", "replace").split("?", 1)[0]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers}
@@ -153,6 +196,9 @@ class HttpConnection:
 
     async def _create(self, tenant: str) -> None:
         body = await self._read_body()
+        if self.services.draining:
+            await self._error(errors.server_shutting_down())
+            return
         received_at = self.stamps.request_arrival() if self.stamps else time.perf_counter()
         if body is None:
             await self._error(
@@ -172,12 +218,14 @@ class HttpConnection:
                 )
             request = parse_create(payload, transport="http")
         except wire.WireFormatError as exc:
-            await self._error(errors.invalid_json(str(exc)))
+            await self._error(errors.invalid_json(str(exc), exc.param, exc.code))
             return
         except InvalidRequest as exc:
             await self._error(exc.error)
             return
-        ctx = TurnContext("http", tenant, None, received_at, len(body))
+        ctx = TurnContext(
+            "http", tenant, None, received_at, len(body), connection_id=self.connection_id
+        )
         started = False
 
         async def send_sse(*events: Event) -> None:
@@ -256,9 +304,11 @@ class HttpConnection:
     async def _json(self, status: int, payload: Any) -> None:
         await self._send(status, wire.dumps(payload).encode(), "application/json")
 
-    async def _error(self, error: ApiError) -> None:
+    async def _error(self, error: ApiError, *, close: bool = False) -> None:
         self.services.metrics.inc("wsmode_request_errors_total", code=str(error.code or error.type))
-        extra = [("retry-after", "1")] if error.status == 429 else []
+        extra = [("retry-after", "1")] if error.status in (429, 503) else []
+        if close:
+            extra.append(("connection", "close"))
         await self._send(
             error.status, wire.dumps(error.to_http_body()).encode(), "application/json", extra
         )

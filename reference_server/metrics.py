@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 _HELP = {
@@ -23,6 +24,20 @@ _HELP = {
     ),
     "wsmode_stage_seconds_total": ("counter", "Time spent per pipeline stage (real + charged)."),
     "wsmode_stage_runs_total": ("counter", "Pipeline stage executions."),
+    "wsmode_send_stalls_total": ("counter", "Clients cut off for not reading (send stall)."),
+    "wsmode_billed_tokens_total": ("counter", "Tokens billed."),
+    "wsmode_store_write_failures_total": (
+        "counter",
+        "store=true writes that failed, by outcome (retried, dropped).",
+    ),
+    "wsmode_connection_cache_entries": ("gauge", "Responses held in connection caches."),
+    "wsmode_connection_cache_bytes": ("gauge", "Estimated bytes held in connection caches."),
+    "wsmode_prefix_cache_bytes": ("gauge", "Estimated bytes held in the engine's prefix cache."),
+    "wsmode_store_bytes": ("gauge", "Payload bytes in the response store."),
+    "wsmode_store_materialised_bytes": (
+        "gauge",
+        "Estimated bytes of hydrated chains kept for the next hydration.",
+    ),
 }
 
 _RATE_WINDOW_S = 10.0
@@ -43,6 +58,8 @@ class ServerMetrics:
     counters: Counter[tuple[str, tuple[tuple[str, str], ...]]] = field(default_factory=Counter)
     stage_seconds: Counter[str] = field(default_factory=Counter)
     _token_window: deque[tuple[float, int]] = field(default_factory=deque)
+    # Gauges read when rendered (sizes owned by other objects): name -> current value.
+    gauges: dict[str, Callable[[], float]] = field(default_factory=dict)
 
     def inc(self, name: str, amount: float = 1, **labels: str) -> None:
         self.counters[(name, tuple(sorted(labels.items())))] += amount  # type: ignore[assignment]
@@ -79,9 +96,12 @@ class ServerMetrics:
             samples["wsmode_stage_seconds_total"].append(
                 f'wsmode_stage_seconds_total{{stage="{stage}"}} {seconds:.6f}'
             )
+        for name, read in sorted(self.gauges.items()):
+            samples.setdefault(name, []).append(f"{name} {read():g}")
         for (name, labels), value in sorted(self.counters.items()):
             samples.setdefault(name, []).append(f"{name}{_labels(labels)} {value:g}")
         lines: list[str] = []
-        for name, (kind, text) in _HELP.items():
-            lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *samples[name]]
+        for name, values in samples.items():  # a counter without help text is still shown
+            kind, text = _HELP.get(name, ("untyped", name))
+            lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *values]
         return "\n".join(lines) + "\n"

@@ -8,8 +8,15 @@ to another: every query is scoped by tenant.
 Durability: :meth:`ResponseStore.put` commits (``synchronous=FULL``) before it returns, so an
 acknowledged put survives a crash or restart. Times are passed in (``now_s``), never read here.
 
+Chains: a record may name its parent (``parent_id``, the response it continued); the server
+stores only what each turn added and walks the links to hydrate (``persistence.py``), so the
+disk cost of a turn does not grow with the chain. An unexpired record keeps its ancestors:
+:meth:`ResponseStore.get` with ``include_expired=True`` still reads them, and
+:meth:`ResponseStore.purge_expired` deletes an expired record only once nothing links to it.
+
 Retention: a record expires ``retention_s`` after its last put (default 30 days, as upstream);
-expired records are never returned and are deleted by :meth:`ResponseStore.purge_expired`.
+expired records are never returned by a plain get and are deleted by
+:meth:`ResponseStore.purge_expired` (the server runs it periodically).
 
 Size bound (``max_bytes``, off by default): the total payload size (JSON text + key bytes, not
 the file size; SQLite reuses freed pages, so the file stays near that plus overhead) is kept at
@@ -51,7 +58,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_RETENTION_S: Final = 30 * 86400.0
-_SCHEMA_VERSION: Final = 1
+_SCHEMA_VERSION: Final = 2
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -61,11 +68,22 @@ CREATE TABLE IF NOT EXISTS responses (
     expires_s   REAL    NOT NULL,
     size_bytes  INTEGER NOT NULL,
     body        TEXT    NOT NULL,
+    parent_id   TEXT,
     PRIMARY KEY (tenant, response_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS responses_by_expiry ON responses (expires_s);
 CREATE INDEX IF NOT EXISTS responses_by_age ON responses (stored_s);
 """
+_PARENT_INDEX: Final = (
+    "CREATE INDEX IF NOT EXISTS responses_by_parent ON responses (tenant, parent_id) "
+    "WHERE parent_id IS NOT NULL"
+)
+# Expired records nothing links to: purging repeats until none is left (a chain goes leaf-first).
+_PURGE_LEAVES: Final = (
+    "DELETE FROM responses WHERE expires_s <= ? AND NOT EXISTS ("
+    "SELECT 1 FROM responses AS child WHERE child.tenant = responses.tenant "
+    "AND child.parent_id = responses.response_id) RETURNING size_bytes"
+)
 
 
 class StoreClosed(WsmodeError, RuntimeError):
@@ -110,12 +128,15 @@ class ResponseStore:
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA busy_timeout=10000")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, _SCHEMA_VERSION):
+            if version not in (0, 1, _SCHEMA_VERSION):
                 raise RuntimeError(
                     f"{self.path}: store schema version {version} is not supported "
                     f"(expected {_SCHEMA_VERSION})"
                 )
             conn.executescript(_SCHEMA)
+            if version == 1:  # v1 had no parent links: every record is a root
+                conn.execute("ALTER TABLE responses ADD COLUMN parent_id TEXT")
+            conn.execute(_PARENT_INDEX)
             conn.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
             total = conn.execute("SELECT COALESCE(SUM(size_bytes), 0) FROM responses").fetchone()
         except BaseException:
@@ -146,7 +167,13 @@ class ResponseStore:
             return self._total_bytes
 
     def put(
-        self, tenant: str, response_id: str, record: Mapping[str, Any], *, now_s: float
+        self,
+        tenant: str,
+        response_id: str,
+        record: Mapping[str, Any],
+        *,
+        now_s: float,
+        parent_id: str | None = None,
     ) -> None:
         """Store (or replace) a record; committed to disk before this returns."""
         _check_key(tenant, response_id)
@@ -168,9 +195,9 @@ class ResponseStore:
                 ).fetchone()
                 conn.execute(
                     "INSERT OR REPLACE INTO responses "
-                    "(tenant, response_id, stored_s, expires_s, size_bytes, body) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (tenant, response_id, now_s, now_s + self.retention_s, size, body),
+                    "(tenant, response_id, stored_s, expires_s, size_bytes, body, parent_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (tenant, response_id, now_s, now_s + self.retention_s, size, body, parent_id),
                 )
             self._total_bytes += size - (int(old[0]) if old else 0)
             if self.max_bytes is not None and self._total_bytes > self.max_bytes:
@@ -180,9 +207,16 @@ class ResponseStore:
                     # The put is committed and stays acknowledged; the next put retries.
                     log.warning("response store: eviction failed", exc_info=True)
 
-    def get(self, tenant: str, response_id: str, *, now_s: float) -> dict[str, Any] | None:
-        """The record, or None if absent, expired or owned by another tenant."""
+    def get(
+        self, tenant: str, response_id: str, *, now_s: float, include_expired: bool = False
+    ) -> dict[str, Any] | None:
+        """The record, or None if absent, expired or owned by another tenant.
+
+        ``include_expired`` reads an expired record not yet purged: hydration walking to an
+        ancestor that an unexpired descendant keeps alive."""
         _check_key(tenant, response_id)
+        if include_expired:
+            now_s = -math.inf
         with self._lock:
             row = (
                 self._connection()
@@ -216,14 +250,16 @@ class ResponseStore:
             return True
 
     def purge_expired(self, now_s: float) -> int:
-        """Delete every expired record; returns how many were deleted."""
+        """Delete every expired record no record links to; returns how many were deleted."""
+        deleted = 0
         with self._lock:
-            with _transaction(self._connection()) as conn:
-                rows = conn.execute(
-                    "DELETE FROM responses WHERE expires_s <= ? RETURNING size_bytes", (now_s,)
-                ).fetchall()
-            self._total_bytes -= sum(int(r[0]) for r in rows)
-            return len(rows)
+            while True:
+                with _transaction(self._connection()) as conn:
+                    rows = conn.execute(_PURGE_LEAVES, (now_s,)).fetchall()
+                self._total_bytes -= sum(int(r[0]) for r in rows)
+                deleted += len(rows)
+                if not rows:
+                    return deleted
 
     def enforce_max_bytes(self, now_s: float) -> int:
         """Evict until the store fits ``max_bytes``; returns how many records were evicted."""

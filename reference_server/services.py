@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import weakref
 from dataclasses import dataclass, field
 
 from harness.protocol.cache import ResponseCache
@@ -32,6 +33,11 @@ class Services:
     faults: Faults = field(default_factory=Faults)  # the typed view of `config.faults`
     # Only the `shared-cache` fault uses this: one cache for every connection (a bug on purpose).
     shared_cache: ResponseCache[Conversation] | None = None
+    draining: bool = False  # SIGTERM: new creates are refused, in-flight ones finish
+    # Every live connection cache, for the cache gauges (a closed connection's drops out).
+    live_caches: weakref.WeakSet[ResponseCache[Conversation]] = field(
+        default_factory=weakref.WeakSet
+    )
 
     @classmethod
     def build(cls, config: ServerConfig) -> Services:
@@ -43,7 +49,19 @@ class Services:
         )
         faults = Faults.from_names(config.faults)
         engine = Engine(profile, config.seed)
-        services = cls(config, profile, engine, Persistence(store), faults=faults)
+        metrics = ServerMetrics()
+        services = cls(
+            config, profile, engine, Persistence(store, metrics), metrics=metrics, faults=faults
+        )
         if faults.shared_cache:
             services.shared_cache = ResponseCache(config.cache)
+        services.register_gauges()
         return services
+
+    def register_gauges(self) -> None:
+        caches, gauges = self.live_caches, self.metrics.gauges
+        gauges["wsmode_connection_cache_entries"] = lambda: sum(len(c) for c in list(caches))
+        gauges["wsmode_connection_cache_bytes"] = lambda: sum(c.total_bytes for c in list(caches))
+        gauges["wsmode_prefix_cache_bytes"] = lambda: self.prefix_cache.total_bytes
+        gauges["wsmode_store_bytes"] = lambda: self.persistence.store.total_bytes
+        gauges["wsmode_store_materialised_bytes"] = lambda: self.persistence.materialised_bytes

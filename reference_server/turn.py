@@ -29,6 +29,7 @@ from harness.protocol.requests import CreateRequest
 from reference_server.conversation import Conversation
 from reference_server.engine import GenerationPlan
 from reference_server.faults import EventFaults
+from reference_server.logs import log_refusal, log_response
 from reference_server.pipeline.checks import check_input
 from reference_server.pipeline.inference import (
     Decoded,
@@ -67,6 +68,7 @@ class TurnContext:
     received_at: float  # perf_counter() when the request was fully received
     request_bytes: int
     forks: tuple[ResponseCache[Conversation], ...] = ()  # other lanes' caches (cross-lane fork)
+    connection_id: str = ""  # names the connection in log lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +105,14 @@ class TurnRunner:
             prepared = await self._prepare(request, ctx, stages)
         except SafetyBlock as block:
             return await self._fail_flagged(request, ctx, block, stages, send)
-        except RequestRefused:
+        except RequestRefused as refused:
             self._evict_parent(request, ctx)
+            log_refusal(
+                refused.error.code,
+                transport=ctx.transport,
+                connection_id=ctx.connection_id,
+                previous_id=request.previous_response_id,
+            )
             raise
         await stages.pay()
         return await self._generate(prepared, ctx, stages, seed, send)
@@ -259,6 +267,7 @@ class TurnRunner:
             storing=request.store or self.faults.store_false_persisted,
             off_path=self.optimizations.async_post,
             services=services,
+            parent=prepared.parent,
         )
         await out.emit(terminal[-1])
         services.metrics.record_stages(stages.total_ms())
@@ -266,6 +275,7 @@ class TurnRunner:
 
     def _outcome(self, response: dict[str, Any], status: Status, ctx: TurnContext) -> TurnOutcome:
         self.services.metrics.inc("wsmode_responses_total", transport=ctx.transport, status=status)
+        log_response(response, status, transport=ctx.transport, connection_id=ctx.connection_id)
         return TurnOutcome(response, status)
 
     # -- turns that end early -------------------------------------------------------------

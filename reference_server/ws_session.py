@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,9 +37,12 @@ from harness.protocol.requests import (
 from reference_server.connection import StampedServerConnection
 from reference_server.conversation import Conversation
 from reference_server.faults import flatten_error
+from reference_server.logs import connection_id
 from reference_server.pipeline.refusals import RequestRefused
 from reference_server.services import Services
 from reference_server.turn import TurnContext, TurnRunner
+
+log = logging.getLogger(__name__)
 
 # websockets waits for the transport to drain only above its write limit (32 KiB by default), so
 # a send that keeps the buffer below it returns at once and needs no timer (a timer per event
@@ -80,6 +84,7 @@ class WebSocketSession:
         self.lanes: dict[str | None, _Lane] = {}
         self.active = asyncio.Semaphore(self.config.limits.max_active_lanes)
         self.opened_at = time.monotonic()
+        self.connection_id = connection_id("ws")
         self._closing = False
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -110,6 +115,10 @@ class WebSocketSession:
                 metrics.queue_depth -= lane.queue.qsize()
                 lane.cache.clear()
             metrics.connections -= 1
+
+    def idle(self) -> bool:
+        """No response in flight or queued (what a drain waits for)."""
+        return self._idle()
 
     def _idle(self) -> bool:
         return all(lane.waiting == 0 for lane in self.lanes.values())
@@ -157,7 +166,7 @@ class WebSocketSession:
         try:
             _, body = parse_client_event(wire.loads(message))
         except wire.WireFormatError as exc:
-            await self.send_error(errors.invalid_json(str(exc)), None)
+            await self.send_error(errors.invalid_json(str(exc), exc.param, exc.code), None)
             return True
         except InvalidRequest as exc:
             await self.send_error(exc.error, None)
@@ -193,11 +202,15 @@ class WebSocketSession:
         if stream_id is not None and named >= self.config.limits.max_lanes:
             return errors.stream_limit_reached(stream_id, self.config.limits.max_lanes)
         lane = _Lane(ResponseCache(self.config.cache))
+        self.services.live_caches.add(lane.cache)
         lane.worker = asyncio.get_running_loop().create_task(self._worker(lane))
         self.lanes[stream_id] = lane
         return lane
 
     async def _enqueue(self, pending: _Pending) -> bool:
+        if self.services.draining:
+            await self.send_error(errors.server_shutting_down(), pending.request.stream_id)
+            return True
         lane = self._lane(pending.request.stream_id)
         if isinstance(lane, ApiError):
             await self.send_error(lane, pending.request.stream_id)
@@ -234,7 +247,13 @@ class WebSocketSession:
     async def _run_one(self, lane: _Lane, pending: _Pending) -> bool:
         forks = tuple(other.cache for other in self.lanes.values() if other is not lane)
         ctx = TurnContext(
-            "ws", self.tenant, lane.cache, pending.received_at, pending.size_bytes, forks
+            "ws",
+            self.tenant,
+            lane.cache,
+            pending.received_at,
+            pending.size_bytes,
+            forks,
+            self.connection_id,
         )
         try:
             await self.runner.run(pending.request, ctx, self.send)
@@ -245,6 +264,9 @@ class WebSocketSession:
                 return False
         except ClientGone:
             return False
+        except Exception:  # a bug must cost one response, not the lane: its worker lives on
+            log.exception("response failed inside the server (connection %s)", self.connection_id)
+            await self.send_error(errors.server_error(), pending.request.stream_id)
         return True
 
     # -- writing --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.bundled import BundledDataMissing, corpus_dir, real_corpus_dir
 from harness.load.embedded_server import DEFAULT_PROFILE
+from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S
 from harness.load.replay import MODES, Mode
 from harness.traces.format import Rollout
 
@@ -89,7 +90,7 @@ class BenchConfig:
     out: str = "results"
     label: str = "bench"
     html: bool = True
-    turn_timeout_s: float = 120.0
+    turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S
     quiet: bool = False
 
     @property

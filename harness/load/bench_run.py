@@ -36,6 +36,7 @@ from harness.load.bench_console import Progress, format_analysis, format_failure
 from harness.load.bench_result import CUT_ERROR, BenchRun, build_result
 from harness.load.embedded_server import EmbeddedServer
 from harness.load.gc_policy import load_gc
+from harness.load.liveness import TargetWatch
 from harness.load.replay import HttpClientPool, RolloutResult, TurnResult, replay_rollout
 from harness.load.schedule import closed_loop, interleaved, open_loop
 from harness.load.variants import (
@@ -64,7 +65,11 @@ class Replay:
 
 
 async def run_variants(
-    run: BenchRun, *, progress: TextIO | None = None, http_pool: HttpClientPool | None = None
+    run: BenchRun,
+    *,
+    progress: TextIO | None = None,
+    http_pool: HttpClientPool | None = None,
+    watches: dict[str, TargetWatch] | None = None,
 ) -> list[RolloutResult]:
     """Replay every (rollout, variant) pair with the configured schedule.
 
@@ -86,8 +91,12 @@ async def run_variants(
                 min(slots, len(run.rollouts) * config.repeats),
             )
 
+    # one per target URL (shared with the warm-up): a dead target stops its rollouts
+    watches = watches if watches is not None else {}
+
     async def runner(job: Replay, intended_ns: int | None) -> RolloutResult:
         variant = job.variant
+        url = variant.endpoint.for_mode(variant.mode)
         return await replay_rollout(
             job.rollout,
             variant.endpoint,
@@ -96,6 +105,7 @@ async def run_variants(
             intended_start_ns=intended_ns,
             http_pool=pool,
             on_turn=job.turns.append,
+            watch=watches.setdefault(url, TargetWatch()),
         )
 
     try:
@@ -169,22 +179,29 @@ def cut_result(job: Replay, limit_s: float | None) -> RolloutResult:
 
 
 async def warm_up(
-    variants: Sequence[Variant], rollout: Rollout, http_pool: HttpClientPool | None = None
+    variants: Sequence[Variant],
+    rollout: Rollout,
+    http_pool: HttpClientPool | None = None,
+    watches: dict[str, TargetWatch] | None = None,
 ) -> None:
-    """One unrecorded turn per variant: first connections, imports and caches out of the way."""
+    """One unrecorded turn per variant: first connections, imports and caches out of the way.
+    With `watches`, a warm-up turn that times out probes its target (a dead one ends the run)."""
     for variant in variants:
         options = replace(variant.options, max_turns=1, time_scale=0.0)
+        url = variant.endpoint.for_mode(variant.mode)
+        watch = watches.setdefault(url, TargetWatch()) if watches is not None else None
         await replay_rollout(
-            rollout, variant.endpoint, options, name=variant.name, http_pool=http_pool
+            rollout, variant.endpoint, options, name=variant.name, http_pool=http_pool, watch=watch
         )
 
 
 async def _warm_up_and_replay(run: BenchRun, err: TextIO) -> None:
     pool = HttpClientPool()
+    watches: dict[str, TargetWatch] = {}
     try:
         if run.rollouts:
-            await warm_up(run.variants, run.rollouts[0], pool)
-        run.results = await run_variants(run, progress=err, http_pool=pool)
+            await warm_up(run.variants, run.rollouts[0], pool, watches)
+        run.results = await run_variants(run, progress=err, http_pool=pool, watches=watches)
     finally:
         await pool.aclose()
 

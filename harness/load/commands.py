@@ -28,6 +28,7 @@ from harness.load.fixed_load_run import (
     print_load,
     run_processes,
 )
+from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S
 from harness.load.replay import MODES, Endpoint, parse_mode
 from harness.load.variants import NOCACHE_VARIANT
 from harness.results.schema import utc_now_iso
@@ -156,7 +157,11 @@ def _add_load_arguments(load: argparse._ArgumentGroup) -> None:
         help="replay at most the first N selected rollouts per variant (per sweep level)",
     )
     load.add_argument(
-        "--turn-timeout-s", type=float, default=120.0, help="a turn that takes longer fails"
+        "--turn-timeout-s",
+        type=float,
+        default=DEFAULT_TURN_TIMEOUT_S,
+        help="a turn that takes longer fails (then a liveness probe decides whether the target "
+        "is dead, which ends the run's remaining rollouts)",
     )
     load.add_argument("--seed", type=int, default=0, help="arrivals, bootstrap and tenant keys")
 

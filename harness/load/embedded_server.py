@@ -63,6 +63,8 @@ class EmbeddedServer:
             self.profile,
             "--data-dir",
             str(data_dir),
+            "--log-level",  # one line per response is for operators, not for a bench's temp log
+            "warning",
             *[a for key in self.api_keys for a in ("--api-key", key)],
             *[a for flag in self.disable for a in ("--disable", flag)],
             *self.extra_args,

@@ -44,13 +44,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
+from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S, TargetWatch
 from harness.load.replay_results import RolloutResult as RolloutResult
 from harness.load.replay_results import TurnResult as TurnResult
 from harness.protocol.accumulator import RULES
 from harness.protocol.events import NON_OUTPUT_TYPES
 from harness.protocol.items import content_text, history_item, summary_text
 from harness.traces.format import OutputSpec, Rollout, Turn, input_message
-from harness.transport.events import TransportError
+from harness.transport.events import TargetTimeout, TransportError
 from harness.transport.exchange import Exchange, sse_exchange, ws_exchange
 from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient
@@ -96,7 +97,7 @@ class ReplayOptions:
     model: str | None = None  # the model every request names; default: the rollout's
     seed: int | None = None  # `wsmode.seed`; default: the rollout's seed
     max_turns: int | None = None  # replay only the first N turns
-    turn_timeout_s: float = 120.0
+    turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S
     connect_timeout_s: float = 10.0
     generic_output: str = GENERIC_OUTPUT
 
@@ -387,6 +388,7 @@ class Session:
         self.pool = pool
         self.ws: WsClient | None = None
         self.sse: SseClient | None = None
+        self.timed_out = False  # the last exchange ran out of time (a liveness probe decides)
 
     async def open(self) -> None:
         url = self.endpoint.for_mode(self.options.mode)
@@ -412,6 +414,7 @@ class Session:
         timeout = self.options.turn_timeout_s
         if self.ws is not None:
             ex = await ws_exchange(self.ws, body, timeout_s=timeout)
+            self.timed_out = isinstance(ex.transport_error, TargetTimeout)
             return ex, ex.bytes_sent, ex.bytes_received
         assert self.sse is not None
         sent0, received0 = self.sse.bytes_sent, self.sse.bytes_received
@@ -420,7 +423,8 @@ class Session:
                 ex = await sse_exchange(self.sse, body, timeout_s=timeout)
         except TimeoutError:
             ex = Exchange(dict(body), time.perf_counter_ns())
-            ex.transport_error = TransportError(f"no terminal event within {timeout} s")
+            ex.transport_error = TargetTimeout(f"no terminal event within {timeout} s")
+        self.timed_out = isinstance(ex.transport_error, TargetTimeout)
         return ex, self.sse.bytes_sent - sent0, self.sse.bytes_received - received0
 
     async def close(self) -> None:
@@ -443,8 +447,13 @@ async def replay_rollout(
     intended_start_ns: int | None = None,
     http_pool: HttpClientPool | None = None,
     on_turn: Callable[[TurnResult], None] | None = None,
+    watch: TargetWatch | None = None,
 ) -> RolloutResult:
     """Replay one rollout; never raises for target misbehaviour (it becomes a failed turn).
+
+    With `watch` (shared by the rollouts against one target), a turn that times out triggers a
+    liveness probe; once the target is found dead this rollout stops before its next turn, or
+    before its first (harness/load/liveness.py).
 
     `intended_start_ns` (perf_counter_ns) is when an open-loop schedule meant to start it: the
     rollout's wall time and turn 0's TTFT and e2e are measured from there, so a late start counts
@@ -464,18 +473,22 @@ async def replay_rollout(
     session = Session(endpoint, options, http_pool)
     last_ns = started_ns
     try:
+        if watch is not None and watch.dead_reason is not None:
+            reason = f"not run: {watch.dead_reason}"
+            return _failed_at_start(result, rollout, mode_name, reason, on_turn)
         try:
             connect_start = time.perf_counter_ns()
             await session.open()
             result.connect_ms = (time.perf_counter_ns() - connect_start) / 1e6
         except (TransportError, ValueError, OSError) as exc:
-            result.ok = False
-            result.error = f"connect: {exc}"
-            result.turns.append(TurnResult(rollout.id, mode_name, 0, False, result.error))
-            if on_turn is not None:
-                on_turn(result.turns[-1])
-            return result
+            if watch is not None and isinstance(exc, TargetTimeout):
+                await _probe(watch, endpoint, options, rollout)
+            return _failed_at_start(result, rollout, mode_name, f"connect: {exc}", on_turn)
         for turn in turns:
+            if watch is not None and watch.dead_reason is not None:
+                result.ok = False
+                result.error = f"turn {turn.index}: not run: {watch.dead_reason}"
+                break
             turn_result = await _run_turn(
                 rollout, turn, state, session, result, lag_ms if turn.index == 0 else 0.0
             )
@@ -486,10 +499,35 @@ async def replay_rollout(
             if not turn_result.ok:
                 result.ok = False
                 result.error = f"turn {turn.index}: {turn_result.error}"
+                if watch is not None and session.timed_out:
+                    await _probe(watch, endpoint, options, rollout)
                 break
     finally:
         await session.close()
     result.wall_ms = (last_ns - origin_ns) / 1e6
+    return result
+
+
+async def _probe(
+    watch: TargetWatch, endpoint: Endpoint, options: ReplayOptions, rollout: Rollout
+) -> None:
+    url = endpoint.for_mode(options.mode)
+    await watch.after_timeout(url, options.mode, options.model or rollout.model, endpoint.api_key)
+
+
+def _failed_at_start(
+    result: RolloutResult,
+    rollout: Rollout,
+    mode_name: str,
+    error: str,
+    on_turn: Callable[[TurnResult], None] | None,
+) -> RolloutResult:
+    """A rollout that ended before turn 0: it could not connect, or its target is dead."""
+    result.ok = False
+    result.error = error
+    result.turns.append(TurnResult(rollout.id, mode_name, 0, False, result.error))
+    if on_turn is not None:
+        on_turn(result.turns[-1])
     return result
 
 

@@ -88,8 +88,9 @@ def invalid_request(message: str, *, param: str | None = None, code: str | None 
     return ApiError(400, "invalid_request_error", code, message, param)
 
 
-def invalid_json(message: str) -> ApiError:
-    return ApiError(400, "invalid_request_error", "invalid_json", message)
+def invalid_json(message: str, param: str | None = None, code: str = "invalid_json") -> ApiError:
+    """A body or frame the wire parser refused (`param`: the field holding a bad number)."""
+    return ApiError(400, "invalid_request_error", code, message, param)
 
 
 def previous_response_not_found(response_id: str) -> ApiError:
@@ -156,6 +157,16 @@ def unauthorized() -> ApiError:
         "invalid_request_error",
         "invalid_api_key",
         "Incorrect API key provided. You can find your API key in your account settings.",
+    )
+
+
+def server_shutting_down() -> ApiError:
+    """A create that arrived while the server drains (SIGTERM): retry on a new connection."""
+    return ApiError(
+        503,
+        "server_error",
+        "server_shutting_down",
+        "The server is shutting down and accepts no new responses; retry on a new connection.",
     )
 
 

@@ -9,6 +9,7 @@ request's own shape and raises `InvalidRequest` carrying the protocol error.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -137,6 +138,49 @@ def _tool_choice(value: Any, tools: tuple[dict[str, Any], ...]) -> str | dict[st
 
 def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequest:
     """Validate one `response.create` payload (WS frame without `type`, or HTTP body)."""
+    model = _model(body, transport)
+    previous = _expect(body, "previous_response_id", (str,), "a string")
+    if previous == "":
+        raise _fail(
+            "Invalid 'previous_response_id': expected a response id, got an empty string.",
+            "previous_response_id",
+            "invalid_value",
+        )
+    items = normalize_input(body.get("input"))
+    generate = _expect(body, "generate", (bool,), "a boolean")
+    if not items and previous is None and generate is not False:
+        raise _fail("Missing required parameter: 'input'.", "input", "missing_required_parameter")
+    reasoning = _expect(body, "reasoning", (dict,), "an object") or {}
+    stream_options = _expect(body, "stream_options", (dict,), "an object") or {}
+    script, seed = _extension(body)
+    tools = _tools(body.get("tools"))
+    return CreateRequest(
+        model=model,
+        input=items,
+        instructions=_instructions(body),
+        tools=tools,
+        tool_choice=_tool_choice(body.get("tool_choice"), tools),
+        parallel_tool_calls=_expect(body, "parallel_tool_calls", (bool,), "a boolean") is not False,
+        previous_response_id=previous,
+        store=_expect(body, "store", (bool,), "a boolean") is not False,
+        generate=generate is not False,
+        stream=bool(body.get("stream")),
+        max_output_tokens=_max_output_tokens(body),
+        metadata=_metadata(body),
+        reasoning_effort=reasoning.get("effort")
+        if isinstance(reasoning.get("effort"), str)
+        else None,
+        temperature=_finite_number(body, "temperature"),
+        top_p=_finite_number(body, "top_p"),
+        stream_id=_stream_id(body),
+        include_obfuscation=stream_options.get("include_obfuscation") is not False,
+        script=script,
+        seed=seed,
+        raw=dict(body),
+    )
+
+
+def _model(body: Mapping[str, Any], transport: Transport) -> str:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise _fail("Missing required parameter: 'model'.", "model", "missing_required_parameter")
@@ -146,27 +190,32 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
             "background",
             "unsupported_parameter",
         )
-    previous = _expect(body, "previous_response_id", (str,), "a string")
-    items = normalize_input(body.get("input"))
-    generate = _expect(body, "generate", (bool,), "a boolean")
-    if not items and previous is None and generate is not False:
-        raise _fail("Missing required parameter: 'input'.", "input", "missing_required_parameter")
+    return model
+
+
+def _stream_id(body: Mapping[str, Any]) -> str | None:
     stream_id = body.get("stream_id")
     if stream_id is not None and (
         not isinstance(stream_id, str) or not STREAM_ID_PATTERN.match(stream_id)
     ):
-        raise InvalidRequest(
-            errors.invalid_request(
-                "Invalid 'stream_id': expected 1-256 characters of A-Z, a-z, 0-9, '_', '.', '-'.",
-                param="stream_id",
-                code="invalid_stream_id",
-            )
+        raise _fail(
+            "Invalid 'stream_id': expected 1-256 characters of A-Z, a-z, 0-9, '_', '.', '-'.",
+            "stream_id",
+            "invalid_stream_id",
         )
-    max_output = _expect(body, "max_output_tokens", (int,), "an integer")
+    return stream_id
+
+
+def _max_output_tokens(body: Mapping[str, Any]) -> int | None:
+    max_output: int | None = _expect(body, "max_output_tokens", (int,), "an integer")
     if max_output is not None and max_output < 1:
         raise _fail(
             "Invalid 'max_output_tokens': expected a positive integer.", "max_output_tokens"
         )
+    return max_output
+
+
+def _metadata(body: Mapping[str, Any]) -> dict[str, str]:
     metadata = _expect(body, "metadata", (dict,), "an object") or {}
     if len(metadata) > 16 or not all(
         isinstance(k, str) and isinstance(v, str) and len(k) <= 64 and len(v) <= 512
@@ -176,8 +225,11 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
             "Invalid 'metadata': at most 16 string pairs (keys <= 64, values <= 512 chars).",
             "metadata",
         )
-    reasoning = _expect(body, "reasoning", (dict,), "an object") or {}
-    stream_options = _expect(body, "stream_options", (dict,), "an object") or {}
+    return dict(metadata)
+
+
+def _extension(body: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...] | None, int | None]:
+    """The `wsmode` extension: (script, seed)."""
     extension = _expect(body, EXTENSION_FIELD, (dict,), "an object") or {}
     script = extension.get("script")
     if script is not None and not (
@@ -187,36 +239,27 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
             "Invalid 'wsmode.script': expected an array of output item objects.", "wsmode.script"
         )
     seed = extension.get("seed")
-    tools = _tools(body.get("tools"))
+    return (
+        tuple(script) if script is not None else None,
+        seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+    )
+
+
+def _instructions(body: Mapping[str, Any]) -> str | None:
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise _fail(
             "Invalid type for 'instructions': expected a string.", "instructions", "invalid_type"
         )
-    return CreateRequest(
-        model=model,
-        input=items,
-        instructions=instructions,
-        tools=tools,
-        tool_choice=_tool_choice(body.get("tool_choice"), tools),
-        parallel_tool_calls=_expect(body, "parallel_tool_calls", (bool,), "a boolean") is not False,
-        previous_response_id=previous,
-        store=_expect(body, "store", (bool,), "a boolean") is not False,
-        generate=generate is not False,
-        stream=bool(body.get("stream")),
-        max_output_tokens=max_output,
-        metadata=dict(metadata),
-        reasoning_effort=reasoning.get("effort")
-        if isinstance(reasoning.get("effort"), str)
-        else None,
-        temperature=_expect(body, "temperature", (int, float), "a number"),
-        top_p=_expect(body, "top_p", (int, float), "a number"),
-        stream_id=stream_id,
-        include_obfuscation=stream_options.get("include_obfuscation") is not False,
-        script=tuple(script) if script is not None else None,
-        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
-        raw=dict(body),
-    )
+    return instructions
+
+
+def _finite_number(body: Mapping[str, Any], name: str) -> float | None:
+    """A number field; NaN and infinities are refused (a body may come from a lax parser)."""
+    value: float | None = _expect(body, name, (int, float), "a number")
+    if value is not None and not math.isfinite(value):
+        raise _fail(f"Invalid value for '{name}': expected a finite number.", name, "invalid_value")
+    return value
 
 
 def parse_client_event(message: Any) -> tuple[str, dict[str, Any]]:

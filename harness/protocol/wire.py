@@ -1,14 +1,17 @@
 """Strict JSON for the wire: the traps of `json.loads` turned into one clear error type.
 
 Measured traps (RELIABILITY.md §1): nesting >= 1000 raises RecursionError, huge ints raise a plain
-ValueError, NaN/Infinity and duplicate keys are silently accepted, and a lone surrogate breaks a
-later `ensure_ascii=False` echo. Every one of them becomes `WireFormatError` here, so callers
-turn bad frames into one protocol error instead of a traceback.
+ValueError, NaN/Infinity and duplicate keys are silently accepted, a literal such as `1e400` parses
+as infinity (echoed as `Infinity`, which is not JSON, and refused by a strict store write), and a
+lone surrogate breaks a later `ensure_ascii=False` echo. Every one of them becomes
+`WireFormatError` here, so callers turn bad frames into one protocol error instead of a
+traceback; a non-finite number names the parameter that held it (`param`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +23,13 @@ DEFAULT_MAX_INT_DIGITS = 64
 
 
 class WireFormatError(WsmodeError, ValueError):
-    """A frame or body that is not acceptable JSON; `code` is the protocol error code."""
+    """A frame or body that is not acceptable JSON; `code` is the protocol error code and
+    `param` the offending field's path, when there is one."""
 
-    def __init__(self, message: str, code: str = "invalid_json") -> None:
+    def __init__(self, message: str, code: str = "invalid_json", param: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.param = param
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +84,31 @@ def _check_string(text: str) -> None:
         raise WireFormatError("Invalid JSON: string contains a lone surrogate.") from None
 
 
+def _nonfinite_path(value: Any) -> str:
+    """The path (`top_p`, `input[0].x`) of the first non-finite float in a parsed document."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return path
+        if isinstance(node, dict):
+            stack.extend((v, f"{path}.{k}" if path else k) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
+    return ""  # pragma: no cover - only called when the parser saw one
+
+
+def _refuse_nonfinite(value: Any, literal: str) -> None:
+    path = _nonfinite_path(value)
+    where = f"'{_printable(path)}'" if path else "the payload"
+    raise WireFormatError(
+        f"Invalid value for {where}: {_printable(literal, 32)} is out of range "
+        "(not a finite number).",
+        code="invalid_value",
+        param=path or None,
+    )
+
+
 def _nesting_prescan(text: str, max_depth: int) -> None:
     """Bound nesting before parsing: json's C parser recurses and would overflow first."""
     depth = 0
@@ -120,11 +150,20 @@ def loads(text: str | bytes, limits: JsonLimits = JsonLimits()) -> Any:
             )
         return int(literal)
 
+    overflowed: list[str] = []  # literals too large for a double (they parse as +-inf)
+
+    def parse_float(literal: str) -> float:
+        number = float(literal)
+        if not math.isfinite(number):
+            overflowed.append(literal)
+        return number
+
     try:
         value = json.loads(
             text,
             parse_constant=_reject_constant,
             parse_int=parse_int,
+            parse_float=parse_float,
             object_pairs_hook=_unique_object,
         )
     except WireFormatError:
@@ -136,6 +175,8 @@ def loads(text: str | bytes, limits: JsonLimits = JsonLimits()) -> Any:
     except (ValueError, RecursionError):
         raise WireFormatError("Invalid JSON: the payload could not be parsed.") from None
     _check_depth_and_strings(value, limits.max_depth)
+    if overflowed:
+        _refuse_nonfinite(value, overflowed[0])
     return value
 
 

@@ -40,6 +40,21 @@ class TargetClosed(TransportError):
         self.reason = reason
 
 
+class FrameTooLarge(TargetClosed):
+    """The target sent a frame over the client's size limit; the client closed with 1009."""
+
+    def __init__(self, size_bytes: int | None, limit_bytes: int | None) -> None:
+        size = f"{size_bytes} bytes" if size_bytes is not None else "a size"
+        super().__init__(
+            f"oversized frame from the target: {size}, over the client's limit of "
+            f"{limit_bytes} bytes (closed 1009)",
+            1009,
+            "message too big",
+        )
+        self.size_bytes = size_bytes
+        self.limit_bytes = limit_bytes
+
+
 class HttpStatusError(TransportError):
     """A non-2xx HTTP answer (an upgrade refusal or an HTTP error), with its body."""
 

@@ -11,10 +11,16 @@ Used by the reference server and by the recorder's proxy.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Protocol
 
+from harness.protocol import wire
+from harness.protocol.errors import ApiError
+
 _HEAD_END = b"\r\n\r\n"
-_TOO_LARGE = b"431 Request Header Fields Too Large"
+# After a refusal the rest of what the client sends is read and dropped for this long, so the
+# answer reaches it instead of a reset (closing with unread bytes makes the kernel send RST).
+LINGER_S = 2.0
 
 
 class Acceptor(Protocol):
@@ -28,8 +34,10 @@ class Acceptor(Protocol):
 class FrontDoor(asyncio.Protocol):
     """Reads a connection's request head, then hands the transport to WebSocket or HTTP.
 
-    A head over `max_head_bytes` is answered 431 (`answer_oversized=False`: the connection is
-    just closed); with `head_timeout_s`, a head that takes longer is aborted.
+    A head over `max_head_bytes` is answered 431 however it was split into reads
+    (`answer_oversized=False`: the connection is just closed); with `head_timeout_s`, a head that
+    takes longer is aborted. `admit_http`, when given, is asked before an HTTP request is handed
+    over: False answers 503 (with Retry-After) without reading further.
     """
 
     def __init__(
@@ -39,8 +47,11 @@ class FrontDoor(asyncio.Protocol):
         max_head_bytes: int,
         head_timeout_s: float | None = None,
         answer_oversized: bool = True,
+        admit_http: Callable[[], bool] | None = None,
     ) -> None:
         self.acceptor = acceptor
+        self.admit_http = admit_http
+        self.refused = False
         self.max_head_bytes = max_head_bytes
         self.head_timeout_s = head_timeout_s
         self.answer_oversized = answer_oversized
@@ -57,17 +68,22 @@ class FrontDoor(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         assert self.transport is not None
+        if self.refused:
+            return  # lingering: dropped
         self.buffer += data
         end = self.buffer.find(_HEAD_END)
-        if end < 0:
+        if end < 0 or end + len(_HEAD_END) > self.max_head_bytes:
             if len(self.buffer) > self.max_head_bytes:
-                self._refuse()
+                self._refuse_oversized()
             return
         if self._timer is not None:
             self._timer.cancel()
         head = bytes(self.buffer)
         if is_websocket_upgrade(head[:end]):
             self.acceptor.accept_websocket(self.transport, head)
+        elif self.admit_http is not None and not self.admit_http():
+            refuse(self.transport, _too_many_connections(), retry_after_s=1)
+            self.refused = True
         else:
             self.acceptor.accept_http(self.transport, head)
 
@@ -75,13 +91,49 @@ class FrontDoor(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
 
-    def _refuse(self) -> None:
+    def _refuse_oversized(self) -> None:
         assert self.transport is not None
-        if self.answer_oversized:
-            self.transport.write(
-                b"HTTP/1.1 " + _TOO_LARGE + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-            )
-        self.transport.close()
+        self.refused = True
+        if self._timer is not None:
+            self._timer.cancel()
+        if not self.answer_oversized:
+            self.transport.close()
+            return
+        message = f"Request header fields exceed {self.max_head_bytes} bytes."
+        refuse(self.transport, ApiError(431, "invalid_request_error", "headers_too_large", message))
+
+
+def refuse(
+    transport: asyncio.Transport, error: ApiError, *, retry_after_s: int | None = None
+) -> None:
+    """Answer `error` as a whole HTTP/1.1 response with a JSON error body, then close: the
+    write side at once, the connection after `LINGER_S` (meanwhile the caller drops input)."""
+    body = wire.dumps(error.to_http_body()).encode()
+    reason = _REASONS.get(error.status, "Error")
+    extra = f"Retry-After: {retry_after_s}\r\n" if retry_after_s is not None else ""
+    head = (
+        f"HTTP/1.1 {error.status} {reason}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n{extra}Connection: close\r\n\r\n"
+    )
+    transport.write(head.encode("ascii") + body)
+    if transport.can_write_eof():
+        transport.write_eof()
+    asyncio.get_running_loop().call_later(LINGER_S, transport.close)
+
+
+_REASONS = {
+    400: "Bad Request",
+    408: "Request Timeout",
+    431: "Request Header Fields Too Large",
+    503: "Service Unavailable",
+    505: "HTTP Version Not Supported",
+}
+
+
+def _too_many_connections() -> ApiError:
+    return ApiError(
+        503, "server_error", "too_many_connections", "Too many open HTTP connections; retry."
+    )
 
 
 def is_websocket_upgrade(head: bytes) -> bool:

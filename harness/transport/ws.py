@@ -25,7 +25,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
+from websockets.exceptions import (
+    ConnectionClosed,
+    InvalidStatus,
+    PayloadTooBig,
+    WebSocketException,
+)
 from websockets.frames import OP_BINARY, OP_CONT, OP_TEXT, CloseCode, Frame
 from websockets.protocol import OPEN, Event, Protocol
 from websockets.streams import StreamReader
@@ -33,6 +38,7 @@ from websockets.uri import get_proxy, parse_uri
 
 from harness.protocol import wire
 from harness.transport.events import (
+    FrameTooLarge,
     GarbageFrame,
     HttpStatusError,
     TargetClosed,
@@ -541,6 +547,9 @@ def _parser_idle(protocol: Protocol) -> bool:
 
 
 def _closed(exc: ConnectionClosed) -> TargetClosed:
+    too_big = exc.__cause__
+    if isinstance(too_big, PayloadTooBig):  # we failed the connection: the frame was too big
+        return FrameTooLarge(too_big.size, too_big.max_size)
     received = exc.rcvd
     code = received.code if received else None
     reason = received.reason if received else ""

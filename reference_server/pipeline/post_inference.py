@@ -9,26 +9,38 @@ off).
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from reference_server.conversation import Conversation
+from reference_server.persistence import turn_record
 from reference_server.services import Services
 
 
 async def post_inference(
-    entry: Conversation, *, storing: bool, off_path: bool, services: Services
+    entry: Conversation,
+    *,
+    storing: bool,
+    off_path: bool,
+    services: Services,
+    parent: Conversation | None = None,
 ) -> None:
     if storing:
-        record = {
-            "response": entry.response,
-            "items": list(entry.items),
-            "size_bytes": entry.size_bytes,
-        }
-        services.persistence.stage(entry.tenant, entry.response_id, record)
+        services.persistence.stage(
+            entry.tenant, entry.response_id, stored_record(entry, parent), entry.items
+        )
     work = _bill_and_store(entry, storing, services)
     if off_path:
         services.persistence.spawn(work)
     else:
         await work
+
+
+def stored_record(entry: Conversation, parent: Conversation | None) -> dict[str, Any]:
+    """What the store keeps: the turn's own items, linked to its parent when that is stored."""
+    if parent is not None and parent.store:
+        new_items = entry.items[len(parent.items) :]
+        return turn_record(entry.response, new_items, parent.response_id, entry.size_bytes)
+    return turn_record(entry.response, entry.items, None, entry.size_bytes)
 
 
 async def _bill_and_store(entry: Conversation, storing: bool, services: Services) -> None:

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from typing import Final
+
+# One cached prefix: an OrderedDict slot and link node, an int key and an int value (measured
+# with tracemalloc on CPython 3.11: ~175 bytes; rounded up so the bound holds).
+ENTRY_BYTES: Final = 200
+DEFAULT_MAX_BYTES: Final = 8 * 1024 * 1024
 
 
 def chain_keys(
@@ -28,9 +34,17 @@ class PrefixCache:
     extends the parent's key chain with the new items, a full pass hashes the whole history.
     """
 
-    def __init__(self, max_keys: int = 100_000) -> None:
-        self.max_keys = max_keys
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.max_keys = max(1, max_bytes // ENTRY_BYTES)
         self._keys: OrderedDict[int, int] = OrderedDict()  # prefix key -> its token count
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @property
+    def total_bytes(self) -> int:
+        return len(self._keys) * ENTRY_BYTES
 
     def match(self, keys: Sequence[int]) -> int:
         """Tokens of the longest cached prefix among `keys` (keys are cumulative)."""

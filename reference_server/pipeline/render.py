@@ -47,8 +47,17 @@ _IMAGE_RUN = (IMAGE,) * IMAGE_TOKENS
 _FILE_RUN = (FILE,) * FILE_TOKENS
 
 
-@lru_cache(maxsize=64)
+_CACHED_HEADER_CHARS = 64  # the header cache stays bounded in bytes: longer names are not kept
+
+
 def _header(name: str) -> tuple[int, ...]:
+    if len(name) > _CACHED_HEADER_CHARS:
+        return (START, *tokenize(name + "\n"))
+    return _cached_header(name)
+
+
+@lru_cache(maxsize=64)
+def _cached_header(name: str) -> tuple[int, ...]:
     return (START, *tokenize(name + "\n"))
 
 

@@ -50,7 +50,7 @@ async def resolve_previous(
         metrics.inc("wsmode_cache_total", outcome="hit")
         return Resolved(cached, Resolution.HIT)
     with stages.measure("hydrate"):
-        record = await persistence.get(tenant, previous_id)
+        record = await persistence.hydrate(tenant, previous_id)
     if record is None:
         metrics.inc("wsmode_cache_total", outcome="miss")
         raise RequestRefused(errors.previous_response_not_found(previous_id))

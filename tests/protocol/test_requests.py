@@ -77,3 +77,15 @@ def test_client_event_errors(message: Any) -> None:
     with pytest.raises(InvalidRequest) as info:
         parse_client_event(message)
     assert info.value.error.status == 400
+
+
+@pytest.mark.parametrize("name", ["temperature", "top_p"])
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_non_finite_numbers_are_refused_naming_the_parameter(name: str, value: float) -> None:
+    body = {"model": "m", "input": "hi", name: value}
+    assert error_of(body) == ("invalid_value", name)
+
+
+def test_an_empty_previous_response_id_is_refused() -> None:
+    body = {"model": "m", "input": "hi", "previous_response_id": ""}
+    assert error_of(body) == ("invalid_value", "previous_response_id")

@@ -53,3 +53,23 @@ def test_round_trip(value: object) -> None:
     text = dumps(value)
     assert text.isascii()
     assert loads(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "param"),
+    [
+        ('{"model": "m", "top_p": 1e400}', "top_p"),
+        ('{"temperature": -1e400}', "temperature"),
+        ('{"input": [{"x": [1.5, 2e999]}]}', "input[0].x[1]"),
+    ],
+)
+def test_an_overflowing_number_is_refused_naming_its_field(text: str, param: str) -> None:
+    with pytest.raises(WireFormatError) as caught:
+        loads(text)
+    assert caught.value.param == param
+    assert caught.value.code == "invalid_value"
+    assert param in str(caught.value)
+
+
+def test_large_but_finite_floats_still_parse() -> None:
+    assert loads('{"t": 1e308, "u": 0.5}') == {"t": 1e308, "u": 0.5}

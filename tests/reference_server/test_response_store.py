@@ -227,3 +227,34 @@ def test_invalid_arguments(tmp_path: Path) -> None:
         with pytest.raises(ValueError):
             store.put(A, "r", {}, now_s=float("inf"))
         assert store.count() == 0
+
+
+def test_purge_keeps_expired_ancestors_of_an_unexpired_record(tmp_path: Path) -> None:
+    with ResponseStore(tmp_path / "s.sqlite3", retention_s=10 * DAY) as store:
+        store.put(A, "resp_root", record(0), now_s=0.0)
+        store.put(A, "resp_mid", record(1), now_s=DAY, parent_id="resp_root")
+        store.put(A, "resp_leaf", record(2), now_s=20 * DAY, parent_id="resp_mid")
+        store.put(A, "resp_lone", record(3), now_s=0.0)
+        assert store.purge_expired(now_s=15 * DAY) == 1  # resp_lone; the chain is kept
+        assert store.get(A, "resp_root", now_s=15 * DAY) is None  # expired for a plain get
+        assert store.get(A, "resp_root", now_s=15 * DAY, include_expired=True) == record(0)
+        assert store.purge_expired(now_s=31 * DAY) == 3  # leaf first, then up the chain
+        assert store.count() == 0 and store.total_bytes == 0
+
+
+def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE responses (tenant TEXT NOT NULL, response_id TEXT NOT NULL, "
+        "stored_s REAL NOT NULL, expires_s REAL NOT NULL, size_bytes INTEGER NOT NULL, "
+        "body TEXT NOT NULL, PRIMARY KEY (tenant, response_id)) WITHOUT ROWID;"
+        "PRAGMA user_version=1;"
+    )
+    conn.execute("INSERT INTO responses VALUES (?, 'resp_old', 0, 1e12, 2, '{}')", (A,))
+    conn.commit()
+    conn.close()
+    with ResponseStore(path) as store:
+        assert store.get(A, "resp_old", now_s=1.0) == {}
+        store.put(A, "resp_new", record(1), now_s=1.0, parent_id="resp_old")
+        assert store.purge_expired(now_s=2e12) == 2

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from harness.transport import frontdoor
 from harness.transport.frontdoor import FrontDoor, is_websocket_upgrade
 
 UPGRADE = (
@@ -21,6 +22,13 @@ class FakeTransport(asyncio.Transport):
         self.written = b""
         self.closed = False
         self.aborted = False
+        self.eof_written = False
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def write_eof(self) -> None:
+        self.eof_written = True
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.written += bytes(data)
@@ -70,10 +78,42 @@ def test_upgrade_is_read_from_the_upgrade_header_only() -> None:
     assert not is_websocket_upgrade(b"GET / HTTP/1.1\r\nX-Upgrade-To: websocket")
 
 
-def test_an_oversized_head_is_answered_431_or_just_closed() -> None:
-    front, acceptor, transport = door()
-    front.data_received(b"GET / HTTP/1.1\r\n" + b"X: y\r\n" * 300)
-    assert transport.written.startswith(b"HTTP/1.1 431 ") and transport.closed
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET / HTTP/1.1\r\n" + b"X: y\r\n" * 300,
+        b"GET / HTTP/1.1\r\n" + b"X: y\r\n" * 300 + b"\r\n",
+    ],
+    ids=["unfinished", "finished-in-one-write"],
+)
+def test_an_oversized_head_is_answered_431_then_closed_after_a_linger(
+    head: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(frontdoor, "LINGER_S", 0.01)
+
+    async def main() -> None:
+        front, acceptor, transport = door()
+        front.data_received(head)
+        assert transport.written.startswith(b"HTTP/1.1 431 ") and transport.eof_written
+        assert b'"code":"headers_too_large"' in transport.written and not acceptor.accepted
+        front.data_received(b"more of it")  # dropped while lingering
+        await asyncio.sleep(0.05)
+        assert transport.closed
+
+    asyncio.run(main())
+
+
+def test_an_http_request_not_admitted_is_answered_503() -> None:
+    async def main() -> None:
+        front, acceptor, transport = door(admit_http=lambda: False)
+        front.data_received(POST)
+        assert transport.written.startswith(b"HTTP/1.1 503 ") and not acceptor.accepted
+        assert b"Retry-After: 1\r\n" in transport.written
+
+    asyncio.run(main())
+
+
+def test_an_oversized_head_is_just_closed_when_asked() -> None:
     front, acceptor, transport = door(answer_oversized=False)
     front.data_received(b"GET / HTTP/1.1\r\n" + b"X: y\r\n" * 300)
     assert transport.written == b"" and transport.closed and not acceptor.accepted

@@ -13,7 +13,7 @@ from websockets.asyncio.server import serve as ws_serve
 
 from harness.protocol.accumulator import StreamAccumulator
 from harness.transport import sockets, ws
-from harness.transport.events import GarbageFrame, TargetClosed, TargetTimeout
+from harness.transport.events import FrameTooLarge, GarbageFrame, TargetClosed, TargetTimeout
 from harness.transport.exchange import read_until_done, ws_exchange
 from harness.transport.ws import WsClient
 from tests.protocol.conftest import full_stream
@@ -457,3 +457,23 @@ def test_sent_frames_are_observed_with_their_send_stamp() -> None:
         ]
 
     run(main())
+
+
+@pytest.mark.parametrize("frame_bytes", [5000, 70_000])  # the fast path's 16- and 64-bit lengths
+def test_an_oversized_frame_is_reported_with_its_size(frame_bytes: int) -> None:
+    async def oversized(connection: ServerConnection) -> None:
+        async for _ in connection:
+            await connection.send("x" * frame_bytes)
+
+    async def main() -> None:
+        async with ws_serve(oversized, "127.0.0.1", 0, max_size=None) as server:
+            port = server.sockets[0].getsockname()[1]
+            client = await WsClient.connect(f"ws://127.0.0.1:{port}/", max_size=1024)
+            exchange = await ws_exchange(client, {"model": "m", "input": "hi"}, timeout_s=10)
+            error = exchange.transport_error
+            assert isinstance(error, FrameTooLarge)
+            assert (error.size_bytes, error.limit_bytes, error.code) == (frame_bytes, 1024, 1009)
+            assert f"{frame_bytes} bytes" in str(error)
+            await client.close()
+
+    asyncio.run(main())

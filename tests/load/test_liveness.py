@@ -1,0 +1,60 @@
+"""Dead-target detection: a timed-out turn triggers one probe; a dead target stops the run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from websockets.asyncio.server import ServerConnection
+from websockets.asyncio.server import serve as ws_serve
+
+from harness.load.liveness import TargetWatch, probe
+from harness.load.replay import Endpoint, ReplayOptions, replay_rollout
+
+from .replay_support import endpoint, reference_server, run, smoke_rollouts
+
+
+async def _silent(connection: ServerConnection) -> None:
+    async for _ in connection:  # accepts the upgrade, reads every create, never answers
+        pass
+
+
+def test_a_silent_target_is_found_dead_and_the_other_rollouts_are_not_run() -> None:
+    rollouts = smoke_rollouts()[:3]
+
+    async def main() -> list[str | None]:
+        async with ws_serve(_silent, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            target = Endpoint(ws_url=f"ws://127.0.0.1:{port}/v1/responses")
+            options = ReplayOptions(mode="ws", turn_timeout_s=0.3)
+            watch = TargetWatch(probe_timeout_s=0.3)
+            results = []
+            for rollout in rollouts:
+                results.append(await replay_rollout(rollout, target, options, watch=watch))
+            assert watch.probes == 1  # one probe decided; the rest did not wait at all
+            return [result.error for result in results]
+
+    errors = run(main())
+    assert errors[0] is not None and "no terminal event" in errors[0]
+    for error in errors[1:]:
+        assert error is not None and error.startswith("not run: target stopped answering")
+
+
+def test_a_live_target_passes_the_probe(tmp_path: Path) -> None:
+    with reference_server(tmp_path / "data") as server:
+        target = endpoint(server)
+        assert target.ws_url is not None and target.http_url is not None
+        assert run(probe(target.ws_url, "ws", "m", None)) is None
+        assert run(probe(target.http_url, "http", "m", None)) is None
+
+
+def test_a_closed_port_is_reported_by_the_probe() -> None:
+    async def main() -> str | None:
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        server.close()
+        await server.wait_closed()
+        return await probe(f"ws://127.0.0.1:{port}/v1/responses", "ws", "m", None, 1.0)
+
+    reason = run(main())
+    assert reason is not None and "failed" in reason

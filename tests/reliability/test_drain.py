@@ -1,0 +1,90 @@
+"""SIGTERM drains: no new connections or creates, in-flight responses finish, then 1001, exit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import threading
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from .conftest import TERMINAL_TYPES, scripted
+
+
+async def _until_closed(ws: Any) -> tuple[list[dict[str, Any]], int | None]:
+    """Every event until the server closes the socket, and the close code."""
+    events: list[dict[str, Any]] = []
+    try:
+        while True:
+            events.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
+    except ConnectionClosed:
+        pass
+    return events, ws.close_code
+
+
+def test_sigterm_lets_a_stream_in_flight_finish_and_refuses_new_creates(child_server: Any) -> None:
+    server = child_server("--drain-timeout-s", "20", profile="spark-1000tps")
+
+    async def body() -> tuple[list[dict[str, Any]], int | None]:
+        async with connect(server.ws_url, max_size=None) as ws:
+            await ws.send(scripted(1500, store=False))  # ~1.5 s of decode at 1000 tok/s
+            first = json.loads(await ws.recv())
+            assert first["type"] == "response.created"
+            server.process.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.2)
+            await ws.send(scripted(5, store=False))  # arrives while draining
+            with pytest.raises(OSError):
+                await connect(server.ws_url, open_timeout=2)  # the listener is closed
+            return await _until_closed(ws)
+
+    events, close_code = asyncio.run(body())
+    types = [event["type"] for event in events]
+    assert types.count("response.completed") == 1  # the stream in flight finished
+    refusals = [e for e in events if e["type"] == "error"]
+    assert [e["error"]["code"] for e in refusals] == ["server_shutting_down"]
+    assert close_code == 1001
+    assert server.process.wait(15) == 0
+
+
+def test_a_stream_longer_than_the_drain_timeout_is_closed_1001(child_server: Any) -> None:
+    server = child_server("--drain-timeout-s", "0.3", profile="spark-1000tps")
+
+    async def body() -> tuple[list[dict[str, Any]], int | None]:
+        async with connect(server.ws_url, max_size=None) as ws:
+            await ws.send(scripted(60_000, store=False))  # a minute of decode
+            assert json.loads(await ws.recv())["type"] == "response.created"
+            server.process.send_signal(signal.SIGTERM)
+            return await _until_closed(ws)
+
+    events, close_code = asyncio.run(body())
+    assert not [e for e in events if e["type"] in TERMINAL_TYPES]
+    assert close_code == 1001
+    assert server.process.wait(15) == 0
+
+
+def test_sigterm_lets_an_http_stream_in_flight_finish(child_server: Any) -> None:
+    server = child_server("--drain-timeout-s", "20", profile="spark-1000tps")
+    body = json.loads(scripted(1500, store=False, stream=True))
+    body.pop("type")
+    request = urllib.request.Request(
+        f"{server.http_url}/responses", data=json.dumps(body).encode(), method="POST"
+    )
+    received: list[bytes] = []
+
+    def post() -> None:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            received.append(reply.read())
+
+    thread = threading.Thread(target=post)
+    thread.start()
+    time.sleep(0.5)  # the stream is under way (~1.5 s of decode)
+    server.process.send_signal(signal.SIGTERM)
+    thread.join(30)
+    assert received and b"event: response.completed\n" in received[0]
+    assert server.process.wait(15) == 0
