@@ -164,6 +164,7 @@ class TurnRunner:
             new_response(request, new_id("resp"), self._instructions(prepared)),
             stream_id=request.stream_id,
             obfuscate=request.include_obfuscation,
+            self_check=self.config.self_check,
         )
         out = Outbox(send, EventFaults(self.faults))
         cached_tokens = services.prefix_cache.match(prepared.prompt.item_keys)
@@ -230,6 +231,8 @@ class TurnRunner:
         terminal = terminal_events(emitter, generated.decoded, plan, turn_usage)
         final_response = terminal[-1]["response"]
         await out.emit(terminal[:-1])
+        if not self.optimizations.async_post:
+            await out.flush()  # nothing waits out the store write on the critical path
         entry = remember(
             prepared,
             ctx.tenant,
@@ -246,6 +249,7 @@ class TurnRunner:
             services=services,
         )
         await out.emit(terminal[-1])
+        await out.flush()
         services.metrics.record_stages(stages.total_ms())
         return self._outcome(final_response, status, ctx)
 
@@ -275,4 +279,5 @@ class TurnRunner:
         self._evict_parent(request, ctx)
         failed = emitter.failed(errors.server_error())
         await out.emit(failed)
+        await out.flush()
         return self._outcome(failed[-1]["response"], "failed", ctx)

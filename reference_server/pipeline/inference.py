@@ -100,8 +100,7 @@ async def decode(
         total_tokens=plan.output_tokens,
     )
     if schedule.first_due_s > time.perf_counter():
-        await out.emit([])  # flush what is held: the client sees the response start meanwhile
-        await _sleep_until(schedule.first_due_s)
+        await _sleep_until(schedule.first_due_s, out)  # the client sees the start meanwhile
     emitted = 0
     first_output_at: float | None = None
     for item in plan.items:
@@ -157,7 +156,7 @@ async def _stream(
         if due <= 0:
             next_due = schedule.next_due_s(emitted)
             if next_due is not None:
-                await _sleep_until(next_due)
+                await _sleep_until(next_due, out)
             continue
         take = min(due, len(pieces) - index)
         await out.emit(make_delta("".join(pieces[index : index + take])))
@@ -166,7 +165,9 @@ async def _stream(
     return emitted
 
 
-async def _sleep_until(deadline: float) -> None:
+async def _sleep_until(deadline: float, out: Outbox) -> None:
+    """Wait for `deadline`; what is held goes out first (nothing waits out a sleep)."""
+    await out.flush()
     delay = deadline - time.perf_counter()
     if delay > 0:
         await asyncio.sleep(delay)
