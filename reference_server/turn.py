@@ -186,7 +186,14 @@ class TurnRunner:
         await out.emit([emitter.created(), emitter.in_progress()], hold=True)
         services.metrics.in_flight += 1
         try:
-            decoded = await decode(plan, emitter, out, engine_start, services.metrics)
+            decoded = await decode(
+                plan,
+                emitter,
+                out,
+                engine_start,
+                services.metrics,
+                max_tokens_per_delta=int(services.profile.max_tokens_per_delta),
+            )
         except (ConnectionError, asyncio.CancelledError):
             raise  # the client went away: nothing to tell it
         except Exception:

@@ -38,6 +38,13 @@ class Decoded:
     first_output_at: float | None  # perf_counter() when the first output item began
 
 
+@dataclass(frozen=True)
+class _Schedule(TokenSchedule):
+    """The token schedule and the cap on tokens per delta."""
+
+    max_tokens_per_delta: int = 1
+
+
 def seed_material(request: CreateRequest) -> str:
     """What seeds a turn's random draws (content, jitter, bursts), the same on every transport.
 
@@ -91,13 +98,17 @@ async def decode(
     out: Outbox,
     engine_start: float,
     metrics: ServerMetrics,
+    *,
+    max_tokens_per_delta: int = 0,
 ) -> Decoded:
-    """Emit the plan's items on the token schedule; due tokens coalesce into one delta."""
-    schedule = TokenSchedule(
+    """Emit the plan's items on the token schedule; due tokens coalesce into one delta (of at
+    most `max_tokens_per_delta` tokens, where > 0)."""
+    schedule = _Schedule(
         start_s=engine_start,
         ttft_s=plan.ttft_s,
         tokens_per_s=plan.decode_tokens_per_s,
         total_tokens=plan.output_tokens,
+        max_tokens_per_delta=max_tokens_per_delta or plan.output_tokens or 1,
     )
     if schedule.first_due_s > time.perf_counter():
         await _sleep_until(schedule.first_due_s, out)  # the client sees the start meanwhile
@@ -119,7 +130,7 @@ async def _emit_item(
     filtered: bool,
     emitter: ResponseEmitter,
     out: Outbox,
-    schedule: TokenSchedule,
+    schedule: _Schedule,
     emitted: int,
 ) -> int:
     if item.kind == "reasoning":
@@ -146,7 +157,7 @@ async def _stream(
     pieces: Sequence[str],
     make_delta: Callable[[str], Event],
     out: Outbox,
-    schedule: TokenSchedule,
+    schedule: _Schedule,
     emitted: int,
 ) -> int:
     """Send `pieces` as deltas when due; a late wake-up sends every due piece as one delta."""
@@ -158,7 +169,7 @@ async def _stream(
             if next_due is not None:
                 await _sleep_until(next_due, out)
             continue
-        take = min(due, len(pieces) - index)
+        take = min(due, len(pieces) - index, schedule.max_tokens_per_delta)
         await out.emit(make_delta("".join(pieces[index : index + take])))
         index += take
         emitted += take
