@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from reference_server.config import (
 )
 from reference_server.cost_profiles import PROFILE_NAMES
 from reference_server.faults import ALL_FAULTS, check_fault_names
+from reference_server.workers import run_workers
 
 
 def register(subparsers: Any) -> None:
@@ -54,6 +56,12 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         help=f"require this key (repeatable; or ${API_KEY_ENV})",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        help="server processes on one port (SO_REUSEPORT), sharing the store; /metrics per worker",
+    )
     parser.add_argument("--lanes", action="store_true", help="enable named lanes (stream_id)")
     parser.add_argument(
         "--compression", action="store_true", help="accept permessage-deflate (off by default)"
@@ -95,6 +103,13 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
     keys = list(args.api_key) + [k for k in os.environ.get(API_KEY_ENV, "").split(",") if k]
     optimizations = Optimizations()
@@ -120,6 +135,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         faults=check_fault_names(args.fault),
         lanes=args.lanes,
         compression=args.compression,
+        workers=args.workers,
     )
 
 
@@ -129,20 +145,34 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"wsmode serve: {exc}")
         return 2
-    asyncio.run(_serve_until_signalled(config))
+    if config.workers > 1:
+        return run_workers(config)
+    serve_until_signalled(config)
     return 0
 
 
-async def _serve_until_signalled(config: ServerConfig) -> None:
+def serve_until_signalled(
+    config: ServerConfig, on_listening: Callable[[], None] | None = None
+) -> None:
+    """Serve until SIGTERM/SIGINT; `on_listening` (a worker's) replaces the listening line."""
+    asyncio.run(_serve_until_signalled(config, on_listening))
+
+
+async def _serve_until_signalled(
+    config: ServerConfig, on_listening: Callable[[], None] | None = None
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     async with ReferenceServer(config) as server:
-        print(
-            f"wsmode reference server on {server.ws_url} (HTTP {server.http_url}), "
-            f"profile {config.profile}",
-            flush=True,
-        )
+        if on_listening is not None:
+            on_listening()
+        else:
+            print(
+                f"wsmode reference server on {server.ws_url} (HTTP {server.http_url}), "
+                f"profile {config.profile}",
+                flush=True,
+            )
         await stop.wait()

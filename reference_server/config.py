@@ -85,6 +85,9 @@ class ServerConfig:
     # The emitter checks every event it builds against the protocol's grammar (its accumulator):
     # ~18% of a short turn's CPU. The tests switch it on; a serving process trusts the emitter.
     self_check: bool = False
+    # `wsmode serve --workers N`: N processes on one port (workers.py); this one is `worker_index`.
+    workers: int = 1
+    worker_index: int = 0
 
     @property
     def store_path(self) -> Path:

@@ -23,6 +23,7 @@ _HELP = {
     ),
     "wsmode_stage_seconds_total": ("counter", "Time spent per pipeline stage (real + charged)."),
     "wsmode_stage_runs_total": ("counter", "Pipeline stage executions."),
+    "wsmode_worker_info": ("gauge", "The worker process this scrape reports on (per worker)."),
 }
 
 _RATE_WINDOW_S = 10.0

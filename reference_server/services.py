@@ -44,6 +44,8 @@ class Services:
         faults = Faults.from_names(config.faults)
         engine = Engine(profile, config.seed)
         services = cls(config, profile, engine, Persistence(store), faults=faults)
+        # /metrics is per worker (`serve --workers N`): each scrape says which one answered
+        services.metrics.inc("wsmode_worker_info", worker=str(config.worker_index))
         if faults.shared_cache:
             services.shared_cache = ResponseCache(config.cache)
         return services
