@@ -77,6 +77,10 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "--max-pending", type=int, default=4, help="creates queued behind the one in flight"
     )
     parser.add_argument("--send-stall-timeout-s", type=float, default=10.0)
+    parser.add_argument("--max-connections", type=int, default=Limits().max_connections)
+    parser.add_argument(
+        "--max-connections-per-key", type=int, default=Limits().max_connections_per_key
+    )
     parser.add_argument("--max-message-bytes", type=int, default=4 * 1024 * 1024)
     parser.add_argument("--context-window", type=int, default=200_000, help="tokens")
     parser.add_argument(
@@ -130,6 +134,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             max_message_bytes=args.max_message_bytes,
             context_window_tokens=args.context_window,
             socket_receive_buffer_bytes=args.receive_buffer_bytes,
+            max_connections=args.max_connections,
+            max_connections_per_key=args.max_connections_per_key,
         ),
         optimizations=optimizations,
         faults=check_fault_names(args.fault),
