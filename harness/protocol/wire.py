@@ -143,6 +143,21 @@ def loads(text: str | bytes, limits: JsonLimits = JsonLimits()) -> Any:
     return _strict_loads(text, limits)
 
 
+def fast_decode(text: str | bytes) -> Any:
+    """msgspec's parse alone, no strictness added; ValueError where msgspec is off or refuses.
+
+    For readers that want `json.loads`' verdict but faster (the client reading a target's
+    events): what msgspec accepts, `json.loads` accepts with the same value, so "this, else
+    json.loads" is exactly json.loads.
+    """
+    if FAST_CODEC is None or _fast_decoder is None:
+        raise ValueError("no fast codec")
+    try:
+        return _fast_decoder.decode(text)
+    except (UnicodeError, RecursionError) as exc:
+        raise ValueError(str(exc)) from None
+
+
 def _fast_value_is_strict(value: Any, text: str | bytes, limits: JsonLimits) -> bool:
     """What msgspec does not check: depth, integer size, duplicate keys (by counting colons).
 
