@@ -117,8 +117,7 @@ async def decode(
     for item in plan.items:
         if first_output_at is None:
             first_output_at = time.perf_counter()
-        filtered = item.kind == "message" and classify_output(item.text).blocked
-        emitted = await _emit_item(item, filtered, emitter, out, schedule, emitted)
+        emitted, filtered = await _emit_item(item, emitter, out, schedule, emitted)
         if filtered:
             return Decoded("incomplete", first_output_at)
     metrics.record_tokens(emitted)
@@ -126,13 +125,9 @@ async def decode(
 
 
 async def _emit_item(
-    item: PlannedItem,
-    filtered: bool,
-    emitter: ResponseEmitter,
-    out: Outbox,
-    schedule: _Schedule,
-    emitted: int,
-) -> int:
+    item: PlannedItem, emitter: ResponseEmitter, out: Outbox, schedule: _Schedule, emitted: int
+) -> tuple[int, bool]:
+    """Emit one item; (tokens emitted so far, whether the output classifier cut it)."""
     if item.kind == "reasoning":
         await out.emit(emitter.begin_reasoning(new_id("rs")))
         emitted += item.hidden_tokens  # hidden reasoning takes decode time, shows nothing
@@ -146,11 +141,12 @@ async def _emit_item(
         await out.emit(emitter.end_function_call())
     else:
         await out.emit(emitter.begin_message(new_id("msg"), refusal=item.refusal))
-        if filtered:
-            return emitted  # content filter: the message is cut before any text
+        # classified once the item has started (the TTFT mark is out), before any of its text
+        if classify_output(item.text).blocked:
+            return emitted, True  # content filter: the message is cut before any text
         emitted = await _stream(item.pieces, emitter.text_delta, out, schedule, emitted)
         await out.emit(emitter.end_message())
-    return emitted
+    return emitted, False
 
 
 async def _stream(
