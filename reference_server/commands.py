@@ -152,7 +152,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"wsmode serve: {exc}")
         return 2
     if config.workers > 1:
-        return run_workers(config)
+        return run_workers(config, serve_until_signalled)
     serve_until_signalled(config)
     return 0
 

@@ -19,6 +19,7 @@ import multiprocessing
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -45,7 +46,12 @@ def reserve_port(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_workers(config: ServerConfig) -> int:
+# How a worker serves: `commands.serve_until_signalled` (passed in: a CLI module is imported by
+# nobody; the spawned child unpickles it by name).
+Serve = Callable[[ServerConfig, Callable[[], None]], None]
+
+
+def run_workers(config: ServerConfig, serve: Serve) -> int:
     """Start `config.workers` workers, print one listening line, supervise until all exit."""
     if not HAS_REUSE_PORT:
         raise WorkersError("--workers needs SO_REUSEPORT, which this platform lacks")
@@ -58,7 +64,9 @@ def run_workers(config: ServerConfig) -> int:
         ready_read, ready_write = context.Pipe(duplex=False)
         worker_config = replace(config, port=port, worker_index=index)
         process = context.Process(
-            target=_worker_main, args=(worker_config, ready_write), name=f"wsmode-worker-{index}"
+            target=_worker_main,
+            args=(serve, worker_config, ready_write),
+            name=f"wsmode-worker-{index}",
         )
         process.start()
         ready_write.close()
@@ -83,14 +91,12 @@ def run_workers(config: ServerConfig) -> int:
     return _supervise(workers)
 
 
-def _worker_main(config: ServerConfig, ready: Connection) -> None:
-    from reference_server.commands import serve_until_signalled  # the worker's own entry
-
+def _worker_main(serve: Serve, config: ServerConfig, ready: Connection) -> None:
     def listening() -> None:
         ready.send(True)
         ready.close()
 
-    serve_until_signalled(config, on_listening=listening)
+    serve(config, listening)
 
 
 def _await_ready(workers: list[BaseProcess], readies: list[Connection]) -> None:
