@@ -85,6 +85,7 @@ class ReferenceServer:
             self.config.host,
             self.config.port,
             receive_buffer_bytes=limits.socket_receive_buffer_bytes,
+            reuse_port=self.config.workers > 1,  # the workers share the port (workers.py)
         )
         self._asyncio_server = await loop.create_server(
             lambda: FrontDoor(

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from reference_server.config import (
 from reference_server.cost_profiles import PROFILE_NAMES
 from reference_server.faults import ALL_FAULTS, check_fault_names
 from reference_server.logs import LOG_FORMATS, LOG_LEVELS
+from reference_server.workers import run_workers
 
 
 def register(subparsers: Any) -> None:
@@ -56,6 +58,12 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         help=f"require this key (repeatable; or ${API_KEY_ENV})",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        help="server processes on one port (SO_REUSEPORT), sharing the store; /metrics per worker",
+    )
     parser.add_argument("--lanes", action="store_true", help="enable named lanes (stream_id)")
     parser.add_argument(
         "--compression", action="store_true", help="accept permessage-deflate (off by default)"
@@ -76,6 +84,10 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=10.0,
         help="on SIGTERM, how long in-flight responses may finish before sockets close 1001",
+    )
+    parser.add_argument("--max-connections", type=int, default=Limits().max_connections)
+    parser.add_argument(
+        "--max-connections-per-key", type=int, default=Limits().max_connections_per_key
     )
     parser.add_argument("--max-message-bytes", type=int, default=4 * 1024 * 1024)
     parser.add_argument("--context-window", type=int, default=200_000, help="tokens")
@@ -119,6 +131,13 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
     keys = list(args.api_key) + [k for k in os.environ.get(API_KEY_ENV, "").split(",") if k]
     optimizations = Optimizations()
@@ -140,6 +159,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             max_message_bytes=args.max_message_bytes,
             context_window_tokens=args.context_window,
             socket_receive_buffer_bytes=args.receive_buffer_bytes,
+            max_connections=args.max_connections,
+            max_connections_per_key=args.max_connections_per_key,
         ),
         optimizations=optimizations,
         faults=check_fault_names(args.fault),
@@ -147,6 +168,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         compression=args.compression,
         store_max_bytes=args.store_max_bytes or None,
         store_retention_s=args.store_retention_s,
+        workers=args.workers,
+        log_level=args.log_level,
+        log_format=args.log_format,
     )
 
 
@@ -156,22 +180,36 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"wsmode serve: {exc}")
         return 2
-    logs.configure(args.log_level, args.log_format)
-    asyncio.run(_serve_until_signalled(config))
+    if config.workers > 1:
+        return run_workers(config, serve_until_signalled)
+    serve_until_signalled(config)
     return 0
 
 
-async def _serve_until_signalled(config: ServerConfig) -> None:
+def serve_until_signalled(
+    config: ServerConfig, on_listening: Callable[[], None] | None = None
+) -> None:
+    """Serve until SIGTERM/SIGINT; `on_listening` (a worker's) replaces the listening line."""
+    logs.configure(config.log_level, "json" if config.log_format == "json" else "text")
+    asyncio.run(_serve_until_signalled(config, on_listening))
+
+
+async def _serve_until_signalled(
+    config: ServerConfig, on_listening: Callable[[], None] | None = None
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     async with ReferenceServer(config) as server:
-        print(
-            f"wsmode reference server on {server.ws_url} (HTTP {server.http_url}), "
-            f"profile {config.profile}",
-            flush=True,
-        )
+        if on_listening is not None:
+            on_listening()
+        else:
+            print(
+                f"wsmode reference server on {server.ws_url} (HTTP {server.http_url}), "
+                f"profile {config.profile}",
+                flush=True,
+            )
         await stop.wait()
         await server.drain()

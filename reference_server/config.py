@@ -82,8 +82,17 @@ class ServerConfig:
     faults: frozenset[str] = frozenset()
     lanes: bool = False  # named lanes (stream_id), the 2026-08 extension
     compression: bool = False  # offer permessage-deflate (codex asks for it; the SDK does not)
+    # stderr log lines (logs.py); in the config so `--workers` processes log the same way
+    log_level: str = "info"
+    log_format: str = "text"
     store_retention_s: float = 30 * 86400
     store_max_bytes: int | None = 1024**3  # payload bytes; over it the oldest records go first
+    # The emitter checks every event it builds against the protocol's grammar (its accumulator):
+    # ~18% of a short turn's CPU. The tests switch it on; a serving process trusts the emitter.
+    self_check: bool = False
+    # `wsmode serve --workers N`: N processes on one port (workers.py); this one is `worker_index`.
+    workers: int = 1
+    worker_index: int = 0
 
     @property
     def store_path(self) -> Path:

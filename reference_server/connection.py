@@ -82,7 +82,7 @@ class StampedServerConnection(ServerConnection):
     def arrival_of_next_message(self) -> float:
         return self.arrivals.popleft() if self.arrivals else time.perf_counter()
 
-    async def send_texts(self, texts: Sequence[str]) -> None:
+    async def send_texts(self, texts: Sequence[bytes]) -> None:
         """Send several text messages as one write: one syscall and one wake-up of the peer.
 
         Events the server emits back to back (created + in_progress, an item's done events) go
@@ -90,8 +90,8 @@ class StampedServerConnection(ServerConnection):
         Uses `send_context`, the same guard `send()` uses (websockets 15.x, pinned).
         """
         async with self.send_context():
-            for text in texts:
-                self.protocol.send_text(text.encode())
+            for text in texts:  # UTF-8 JSON (wire.dumps_bytes): framed as text
+                self.protocol.send_text(text)
 
     def send_data(self) -> None:
         """As websockets' own, but consecutive frames are joined into one transport write."""

@@ -101,6 +101,9 @@ class Profile:
     burst_probability: float = 0.0
     jitter_fraction: float = 0.0
     load_factor: float = 1.0
+    # 0: every token due at a wake-up goes out in one delta; n > 0: at most n tokens per delta
+    # (1: one delta per token, as a real engine streams them; the server event-ceiling bench).
+    max_tokens_per_delta: float = 0.0
     # engine admission and prefill
     queue_ms: float = 0.0
     prefill_us_per_uncached_token: float = 0.0

@@ -38,6 +38,7 @@ _HELP = {
         "gauge",
         "Estimated bytes of hydrated chains kept for the next hydration.",
     ),
+    "wsmode_worker_info": ("gauge", "The worker process this scrape reports on (per worker)."),
 }
 
 _RATE_WINDOW_S = 10.0

@@ -53,6 +53,8 @@ class Services:
         services = cls(
             config, profile, engine, Persistence(store, metrics), metrics=metrics, faults=faults
         )
+        # /metrics is per worker (`serve --workers N`): each scrape says which one answered
+        services.metrics.inc("wsmode_worker_info", worker=str(config.worker_index))
         if faults.shared_cache:
             services.shared_cache = ResponseCache(config.cache)
         services.register_gauges()

@@ -178,6 +178,7 @@ class TurnRunner:
             new_response(request, new_id("resp"), self._instructions(prepared)),
             stream_id=request.stream_id,
             obfuscate=request.include_obfuscation,
+            self_check=self.config.self_check,
         )
         out = Outbox(send, EventFaults(self.faults))
         cached_tokens = services.prefix_cache.match(prepared.prompt.item_keys)
@@ -199,7 +200,14 @@ class TurnRunner:
         await out.emit([emitter.created(), emitter.in_progress()], hold=True)
         services.metrics.in_flight += 1
         try:
-            decoded = await decode(plan, emitter, out, engine_start, services.metrics)
+            decoded = await decode(
+                plan,
+                emitter,
+                out,
+                engine_start,
+                services.metrics,
+                max_tokens_per_delta=int(services.profile.max_tokens_per_delta),
+            )
         except (ConnectionError, asyncio.CancelledError):
             raise  # the client went away: nothing to tell it
         except Exception:
@@ -253,6 +261,8 @@ class TurnRunner:
         terminal = terminal_events(emitter, generated.decoded, plan, turn_usage)
         final_response = terminal[-1]["response"]
         await out.emit(terminal[:-1])
+        if not self.optimizations.async_post:
+            await out.flush()  # nothing waits out the store write on the critical path
         entry = remember(
             prepared,
             ctx.tenant,
@@ -270,6 +280,7 @@ class TurnRunner:
             parent=prepared.parent,
         )
         await out.emit(terminal[-1])
+        await out.flush()
         services.metrics.record_stages(stages.total_ms())
         return self._outcome(final_response, status, ctx)
 
@@ -300,4 +311,5 @@ class TurnRunner:
         self._evict_parent(request, ctx)
         failed = emitter.failed(errors.server_error())
         await out.emit(failed)
+        await out.flush()
         return self._outcome(failed[-1]["response"], "failed", ctx)

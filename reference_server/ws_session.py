@@ -273,7 +273,7 @@ class WebSocketSession:
     async def send(self, *events: Event) -> None:
         """Send events in one write; a client that stops reading is cut off after the stall
         timeout."""
-        texts = [wire.dumps(event) for event in events]
+        texts = [wire.dumps_bytes(event) for event in events]
         size = sum(map(len, texts))
         try:
             if self.ws.transport.get_write_buffer_size() + size < _NEVER_BLOCKS_BYTES:

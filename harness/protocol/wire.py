@@ -6,16 +6,37 @@ as infinity (echoed as `Infinity`, which is not JSON, and refused by a strict st
 lone surrogate breaks a later `ensure_ascii=False` echo. Every one of them becomes
 `WireFormatError` here, so callers turn bad frames into one protocol error instead of a
 traceback; a non-finite number names the parameter that held it (`param`).
+
+Two codecs, one set of rules. Where `msgspec` is installed (a pure codec, no I/O: the protocol
+core stays sans-I/O) it parses and serializes the hot paths, 3-50x faster than `json` with the
+hooks strictness needs (bench/README.md). It is only the fast *acceptor*: a document it accepts
+is still walked for depth, integer size and duplicate keys (which it would silently merge), and
+anything it rejects or the walk doubts is re-parsed by the strict standard-library parser, which
+gives the verdict and the error message. So both paths accept exactly the same documents, with
+the same errors; `FAST_CODEC` is None where msgspec is missing (or the fallback is forced).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import WsmodeError
+
+try:  # optional: the standard library does everything below, only slower
+    import msgspec
+
+    _fast_decoder: msgspec.json.Decoder[Any] | None = msgspec.json.Decoder()
+    _fast_encoder: msgspec.json.Encoder | None = msgspec.json.Encoder()
+except ImportError:  # pragma: no cover - depends on the platform's wheels
+    _fast_decoder = None
+    _fast_encoder = None
+
+# The fast codec in use ("msgspec") or None; `use_fast_codec(False)` forces the stdlib path.
+FAST_CODEC: str | None = "msgspec" if _fast_decoder is not None else None
 
 DEFAULT_MAX_DEPTH = 64
 # Python refuses ints over 4300 digits; we refuse far earlier: no protocol field needs more.
@@ -84,6 +105,29 @@ def _check_string(text: str) -> None:
         raise WireFormatError("Invalid JSON: string contains a lone surrogate.") from None
 
 
+def _nesting_prescan(text: str, max_depth: int) -> None:
+    """Bound nesting before parsing: json's C parser recurses and would overflow first."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise WireFormatError(f"Invalid JSON: nesting deeper than {max_depth} levels.")
+        elif char in "]}":
+            depth -= 1
+
+
 def _nonfinite_path(value: Any) -> str:
     """The path (`top_p`, `input[0].x`) of the first non-finite float in a parsed document."""
     stack: list[tuple[Any, str]] = [(value, "")]
@@ -109,31 +153,81 @@ def _refuse_nonfinite(value: Any, literal: str) -> None:
     )
 
 
-def _nesting_prescan(text: str, max_depth: int) -> None:
-    """Bound nesting before parsing: json's C parser recurses and would overflow first."""
-    depth = 0
-    in_string = False
-    escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > max_depth:
-                raise WireFormatError(f"Invalid JSON: nesting deeper than {max_depth} levels.")
-        elif char in "]}":
-            depth -= 1
+def use_fast_codec(enabled: bool) -> None:
+    """Switch the fast codec on (where installed) or off: tests run both paths."""
+    global FAST_CODEC
+    FAST_CODEC = "msgspec" if enabled and _fast_decoder is not None else None
 
 
 def loads(text: str | bytes, limits: JsonLimits = JsonLimits()) -> Any:
     """Parse one JSON document under `limits`; raises WireFormatError, never anything else."""
+    if FAST_CODEC is not None and _fast_decoder is not None:
+        try:
+            value = _fast_decoder.decode(text)
+        except (ValueError, UnicodeError, RecursionError):
+            pass  # the strict parser names the problem (or accepts what msgspec would not)
+        else:
+            if _fast_value_is_strict(value, text, limits):
+                return value
+    return _strict_loads(text, limits)
+
+
+def fast_decode(text: str | bytes) -> Any:
+    """msgspec's parse alone, no strictness added; ValueError where msgspec is off or refuses.
+
+    For readers that want `json.loads`' verdict but faster (the client reading a target's
+    events): what msgspec accepts, `json.loads` accepts with the same value, so "this, else
+    json.loads" is exactly json.loads.
+    """
+    if FAST_CODEC is None or _fast_decoder is None:
+        raise ValueError("no fast codec")
+    try:
+        return _fast_decoder.decode(text)
+    except (UnicodeError, RecursionError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _fast_value_is_strict(value: Any, text: str | bytes, limits: JsonLimits) -> bool:
+    """What msgspec does not check: depth, integer size, duplicate keys (by counting colons).
+
+    In valid JSON every colon outside strings separates one key from its value, so the colons
+    in the text are the keys plus the colons inside strings; a duplicate key leaves the parsed
+    value one key short. An escaped colon (\\u003a) breaks the count: such text goes strict.
+    """
+    colon, escaped = (b":", b"\\u003") if isinstance(text, bytes) else (":", "\\u003")
+    if escaped in text:  # type: ignore[operator]
+        return False
+    int_bound = _int_bound(limits.max_int_digits)
+    colons = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, str):
+            colons += node.count(":")
+        elif isinstance(node, dict):
+            if depth > limits.max_depth:
+                return False
+            colons += len(node)
+            for key, child in node.items():
+                colons += key.count(":")
+                stack.append((child, depth + 1))
+        elif isinstance(node, list):
+            if depth > limits.max_depth:
+                return False
+            stack.extend((child, depth + 1) for child in node)
+        elif isinstance(node, int) and not -int_bound < node < int_bound:
+            return False
+        elif isinstance(node, float) and not math.isfinite(node):
+            return False  # the strict parser names the parameter
+    return colons == text.count(colon)  # type: ignore[arg-type]
+
+
+@functools.cache
+def _int_bound(digits: int) -> int:
+    return int(10**digits)
+
+
+def _strict_loads(text: str | bytes, limits: JsonLimits) -> Any:
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -180,6 +274,48 @@ def loads(text: str | bytes, limits: JsonLimits = JsonLimits()) -> Any:
     return value
 
 
+# One encoder for every call: `json.dumps` with `separators` builds a new one each time.
+_STRICT_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
 def dumps(value: Any) -> str:
-    """Serialize compactly; ASCII-only output so no peer ever sees a raw surrogate."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+    """Serialize compactly; ASCII-only output so no peer ever sees a raw surrogate.
+
+    Non-finite floats are written as null on both paths (msgspec's rule; JSON has no NaN).
+    """
+    if FAST_CODEC is not None and _fast_encoder is not None:
+        try:
+            data = _fast_encoder.encode(value)
+        except (UnicodeEncodeError, TypeError, msgspec.EncodeError):
+            pass  # a lone surrogate (escaped below) or a type msgspec does not know
+        else:
+            if data.isascii():
+                return data.decode("ascii")
+    return _strict_dumps(value)
+
+
+def dumps_bytes(value: Any) -> bytes:
+    """UTF-8 JSON for a frame or body: the hot path's form (no ASCII escaping to undo)."""
+    if FAST_CODEC is not None and _fast_encoder is not None:
+        try:
+            return _fast_encoder.encode(value)
+        except (UnicodeEncodeError, TypeError, msgspec.EncodeError):
+            pass
+    return _strict_dumps(value).encode("ascii")
+
+
+def _strict_dumps(value: Any) -> str:
+    try:
+        return _STRICT_ENCODER.encode(value)
+    except ValueError:  # NaN or Infinity somewhere
+        return _STRICT_ENCODER.encode(_finite(value))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(child) for key, child in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(child) for child in value]
+    return value

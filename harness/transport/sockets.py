@@ -146,13 +146,19 @@ class StampingListener(socket.socket):
 
 
 def listen(
-    host: str, port: int, *, backlog: int = 1024, receive_buffer_bytes: int = 0
+    host: str,
+    port: int,
+    *,
+    backlog: int = 1024,
+    receive_buffer_bytes: int = 0,
+    reuse_port: bool = False,
 ) -> StampingListener:
     """A bound, listening, non-blocking `StampingListener` for `loop.create_server(sock=...)`.
 
     Binds one address of those `host` resolves to, IPv4 first (`localhost` gets 127.0.0.1).
     `receive_buffer_bytes` > 0 sets SO_RCVBUF, which accepted sockets inherit (set before
-    `listen`, so that the window scale offered in the handshake fits it).
+    `listen`, so that the window scale offered in the handshake fits it). `reuse_port` sets
+    SO_REUSEPORT: several processes listen on one port and the kernel spreads connections.
     """
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     if not infos:
@@ -161,6 +167,8 @@ def listen(
     sock = StampingListener(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         if SO_TIMESTAMPNS is not None and kernel_stamps:
             with contextlib.suppress(OSError):  # accepted sockets inherit it (and set it again)
                 sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)

@@ -38,6 +38,13 @@ class Decoded:
     first_output_at: float | None  # perf_counter() when the first output item began
 
 
+@dataclass(frozen=True)
+class _Schedule(TokenSchedule):
+    """The token schedule and the cap on tokens per delta."""
+
+    max_tokens_per_delta: int = 1
+
+
 def seed_material(request: CreateRequest) -> str:
     """What seeds a turn's random draws (content, jitter, bursts), the same on every transport.
 
@@ -91,24 +98,26 @@ async def decode(
     out: Outbox,
     engine_start: float,
     metrics: ServerMetrics,
+    *,
+    max_tokens_per_delta: int = 0,
 ) -> Decoded:
-    """Emit the plan's items on the token schedule; due tokens coalesce into one delta."""
-    schedule = TokenSchedule(
+    """Emit the plan's items on the token schedule; due tokens coalesce into one delta (of at
+    most `max_tokens_per_delta` tokens, where > 0)."""
+    schedule = _Schedule(
         start_s=engine_start,
         ttft_s=plan.ttft_s,
         tokens_per_s=plan.decode_tokens_per_s,
         total_tokens=plan.output_tokens,
+        max_tokens_per_delta=max_tokens_per_delta or plan.output_tokens or 1,
     )
     if schedule.first_due_s > time.perf_counter():
-        await out.emit([])  # flush what is held: the client sees the response start meanwhile
-        await _sleep_until(schedule.first_due_s)
+        await _sleep_until(schedule.first_due_s, out)  # the client sees the start meanwhile
     emitted = 0
     first_output_at: float | None = None
     for item in plan.items:
         if first_output_at is None:
             first_output_at = time.perf_counter()
-        filtered = item.kind == "message" and classify_output(item.text).blocked
-        emitted = await _emit_item(item, filtered, emitter, out, schedule, emitted)
+        emitted, filtered = await _emit_item(item, emitter, out, schedule, emitted)
         if filtered:
             return Decoded("incomplete", first_output_at)
     metrics.record_tokens(emitted)
@@ -116,13 +125,9 @@ async def decode(
 
 
 async def _emit_item(
-    item: PlannedItem,
-    filtered: bool,
-    emitter: ResponseEmitter,
-    out: Outbox,
-    schedule: TokenSchedule,
-    emitted: int,
-) -> int:
+    item: PlannedItem, emitter: ResponseEmitter, out: Outbox, schedule: _Schedule, emitted: int
+) -> tuple[int, bool]:
+    """Emit one item; (tokens emitted so far, whether the output classifier cut it)."""
     if item.kind == "reasoning":
         await out.emit(emitter.begin_reasoning(new_id("rs")))
         emitted += item.hidden_tokens  # hidden reasoning takes decode time, shows nothing
@@ -136,18 +141,19 @@ async def _emit_item(
         await out.emit(emitter.end_function_call())
     else:
         await out.emit(emitter.begin_message(new_id("msg"), refusal=item.refusal))
-        if filtered:
-            return emitted  # content filter: the message is cut before any text
+        # classified once the item has started (the TTFT mark is out), before any of its text
+        if classify_output(item.text).blocked:
+            return emitted, True  # content filter: the message is cut before any text
         emitted = await _stream(item.pieces, emitter.text_delta, out, schedule, emitted)
         await out.emit(emitter.end_message())
-    return emitted
+    return emitted, False
 
 
 async def _stream(
     pieces: Sequence[str],
     make_delta: Callable[[str], Event],
     out: Outbox,
-    schedule: TokenSchedule,
+    schedule: _Schedule,
     emitted: int,
 ) -> int:
     """Send `pieces` as deltas when due; a late wake-up sends every due piece as one delta."""
@@ -157,16 +163,18 @@ async def _stream(
         if due <= 0:
             next_due = schedule.next_due_s(emitted)
             if next_due is not None:
-                await _sleep_until(next_due)
+                await _sleep_until(next_due, out)
             continue
-        take = min(due, len(pieces) - index)
+        take = min(due, len(pieces) - index, schedule.max_tokens_per_delta)
         await out.emit(make_delta("".join(pieces[index : index + take])))
         index += take
         emitted += take
     return emitted
 
 
-async def _sleep_until(deadline: float) -> None:
+async def _sleep_until(deadline: float, out: Outbox) -> None:
+    """Wait for `deadline`; what is held goes out first (nothing waits out a sleep)."""
+    await out.flush()
     delay = deadline - time.perf_counter()
     if delay > 0:
         await asyncio.sleep(delay)

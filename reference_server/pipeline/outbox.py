@@ -1,7 +1,11 @@
 """The events stage's way out: one response's events, rewritten by the event faults, batched.
 
-Lifecycle events can be held to ride with the next write (`created` + `in_progress` with the
-first output when the engine answers at once), so a response starts in one write, not two.
+A response goes out in as few writes as its timing allows: each write costs a syscall and a
+wake-up of the reader (measured on loopback: ~0.1 ms each, more than building the events).
+Lifecycle events held before the first output ride with it; the first output event goes out
+at once (it is the client's TTFT mark); after it, events are held until the engine would wait
+(`flush()` before every sleep), the turn ends, or `MAX_HELD_EVENTS` pile up. Events are never
+merged or delayed past the moment the engine yields, so the decode schedule is unchanged.
 """
 
 from __future__ import annotations
@@ -9,8 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from harness.protocol.events import Event
+from harness.protocol.events import NON_OUTPUT_TYPES, Event
 from reference_server.faults import EventFaults
+
+# A bound on one write (and on what a zero-latency response of 200k deltas holds in memory).
+MAX_HELD_EVENTS = 256
 
 
 class Send(Protocol):
@@ -23,16 +30,25 @@ class Outbox:
     def __init__(self, send: Send, faults: EventFaults) -> None:
         self._send = send
         self._faults = faults
-        self._held: list[Event] = []  # lifecycle events waiting to ride with the next write
+        self._held: list[Event] = []  # events waiting to ride with the next write
+        self._output_sent = False  # the first output event (the TTFT mark) has gone out
 
     async def emit(self, events: Event | Sequence[Event], *, hold: bool = False) -> None:
-        """Send `events` (with any held ones) in one write, or hold them all for the next."""
+        """Queue `events`; write at once only what carries the first output (unless `hold`)."""
         batch = [events] if isinstance(events, dict) else list(events)
         if self._faults:
             batch = [out for event in batch for out in self._faults.apply(event)]
-        batch = [*self._held, *batch]
-        self._held.clear()
+        self._held.extend(batch)
         if hold:
-            self._held.extend(batch)
-        elif batch:
+            return
+        if not self._output_sent and any(e.get("type") not in NON_OUTPUT_TYPES for e in batch):
+            self._output_sent = True
+            await self.flush()
+        elif len(self._held) >= MAX_HELD_EVENTS:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write everything held, in one write."""
+        if self._held:
+            batch, self._held = self._held, []
             await self._send(*batch)

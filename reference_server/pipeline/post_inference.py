@@ -24,10 +24,16 @@ async def post_inference(
     services: Services,
     parent: Conversation | None = None,
 ) -> None:
+    """With several workers the store commit stays before the terminal (billing still runs
+    after it): a staged record is visible to this process only, and the client's next request
+    may land on another worker."""
     if storing:
         services.persistence.stage(
             entry.tenant, entry.response_id, stored_record(entry, parent), entry.items
         )
+    if storing and off_path and services.config.workers > 1:
+        await _store(entry, services)
+        storing = False
     work = _bill_and_store(entry, storing, services)
     if off_path:
         services.persistence.spawn(work)
@@ -44,9 +50,14 @@ def stored_record(entry: Conversation, parent: Conversation | None) -> dict[str,
 
 
 async def _bill_and_store(entry: Conversation, storing: bool, services: Services) -> None:
-    profile = services.profile
-    await asyncio.sleep(profile.stage_cost_s("billing", 1))
+    billing_s = services.profile.stage_cost_s("billing", 1)
+    if billing_s > 0:  # a zero-cost stage takes no trip through the event loop
+        await asyncio.sleep(billing_s)
     services.metrics.inc("wsmode_billed_tokens_total", entry.response["usage"]["total_tokens"])
     if storing:
-        await asyncio.sleep(profile.stage_cost_s("store_write", 1))
-        await services.persistence.commit(entry.tenant, entry.response_id)
+        await _store(entry, services)
+
+
+async def _store(entry: Conversation, services: Services) -> None:
+    await asyncio.sleep(services.profile.stage_cost_s("store_write", 1))
+    await services.persistence.commit(entry.tenant, entry.response_id)

@@ -19,6 +19,8 @@ FORBIDDEN = {
     "os",
     "sqlite3",
 }
+# Not forbidden: msgspec, the optional fast JSON codec of wire.py. It parses and serializes
+# values in memory and nothing else (tests/test_layering.py names it as the one non-stdlib import).
 
 
 def test_protocol_imports_only_pure_modules() -> None:

@@ -1,10 +1,23 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.protocol.wire import WireFormatError, dumps, loads
+from harness.protocol import wire
+from harness.protocol.wire import WireFormatError, dumps, dumps_bytes, loads
+
+CODECS = ["stdlib", "msgspec"] if wire.FAST_CODEC is not None else ["stdlib"]
+
+
+@pytest.fixture(autouse=True, params=CODECS)
+def codec(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs on both paths: the strict rules must not depend on the codec."""
+    wire.use_fast_codec(request.param == "msgspec")
+    yield str(request.param)
+    wire.use_fast_codec(True)
 
 
 @pytest.mark.parametrize(
@@ -15,9 +28,16 @@ from harness.protocol.wire import WireFormatError, dumps, loads
         ('{"a": NaN}', "NaN"),
         ('{"a": Infinity}', "Infinity"),
         ('{"a": 1, "a": 2}', "duplicate key"),
+        ('{"b": {"a": "x:y", "a": 2}}', "duplicate key"),
+        ('{"a": 1e999}', "out of range"),
+        ('{"a": -Infinity}', "Infinity"),
+        ('{"a": ' + "9" * 65 + "}", "integer longer"),
         ('{"a": ' + "9" * 5000 + "}", "integer longer"),
         ('{"a": "\\ud800"}', "surrogate"),
         (b"\xff\xfe", "UTF-8"),
+        ('{"a": "\\udc00"}', "surrogate"),
+        ('{"a": "\ud800"}', "surrogate"),  # a str holding a lone surrogate itself
+        ("[1,]", "Invalid JSON"),
         ("", "Invalid JSON"),
     ],
 )
@@ -73,3 +93,39 @@ def test_an_overflowing_number_is_refused_naming_its_field(text: str, param: str
 
 def test_large_but_finite_floats_still_parse() -> None:
     assert loads('{"t": 1e308, "u": 0.5}') == {"t": 1e308, "u": 0.5}
+
+
+def test_the_codec_in_use_is_the_one_asked_for(codec: str) -> None:
+    assert (None if codec == "stdlib" else "msgspec") == wire.FAST_CODEC
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": "\\u003a", "b": 1}',  # an escaped colon: the fast path's key count defers
+        '{"k:1": "v:2", "n": [1, {"x": ":"}]}',
+        '{"a": ' + "9" * 64 + "}",  # the longest integer allowed
+        '{"a": [' * 31 + "1" + "]}" * 31,  # 62 levels
+        '  {"a": 1.5e300, "b": -0, "c": "\\u00e9\\ud83d\\ude00"}  ',
+    ],
+)
+def test_what_the_strict_parser_accepts_both_paths_accept(text: str) -> None:
+    wire.use_fast_codec(False)
+    expected = loads(text)
+    wire.use_fast_codec(True)
+    assert loads(text) == expected
+    assert loads(text.encode()) == expected
+
+
+def test_non_finite_floats_are_written_as_null() -> None:
+    assert loads(dumps({"a": [float("nan"), float("inf"), 1.5]})) == {"a": [None, None, 1.5]}
+
+
+def test_lone_surrogates_are_escaped_on_output() -> None:
+    assert dumps({"a": "\ud800"}) == '{"a":"\\ud800"}'
+    assert dumps_bytes({"a": "\ud800"}) == b'{"a":"\\ud800"}'
+
+
+@given(json_values)
+def test_bytes_round_trip(value: object) -> None:
+    assert loads(dumps_bytes(value)) == value

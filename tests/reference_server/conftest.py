@@ -24,7 +24,8 @@ def make_server(tmp_path: Path) -> ServerFactory:
     """A reference server in a thread; keyword arguments override ServerConfig fields."""
 
     def factory(**changes: Any) -> AbstractContextManager[ReferenceServer]:
-        config = ServerConfig(port=0, profile="zero", data_dir=tmp_path / "data")
+        # self_check: every event the server builds is checked against the grammar here
+        config = ServerConfig(port=0, profile="zero", data_dir=tmp_path / "data", self_check=True)
         return running_in_thread(config.with_changes(**changes))
 
     return factory

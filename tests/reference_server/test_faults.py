@@ -103,6 +103,7 @@ def test_each_message_is_classified_once(monkeypatch: pytest.MonkeyPatch) -> Non
     out = Outbox(send, EventFaults(Faults()))
     run(out.emit([emitter.created(), emitter.in_progress()]))
     decoded = run(inference.decode(plan, emitter, out, time.perf_counter(), ServerMetrics()))
+    run(out.flush())
     assert decoded.status == "completed"
     assert seen == ["first", "second"]
     assert [e["type"] for e in sent].count("response.output_text.done") == 2
