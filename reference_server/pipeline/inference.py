@@ -35,7 +35,8 @@ Status = Literal["completed", "incomplete", "failed"]
 @dataclass(frozen=True, slots=True)
 class Decoded:
     status: Status  # completed, or incomplete (truncated or content filter)
-    first_output_at: float | None  # perf_counter() when the first output item began
+    first_output_at: float | None  # perf_counter() when the first output item began (TTFE)
+    first_token_at: float | None = None  # perf_counter() at the first content token's write
 
 
 @dataclass(frozen=True)
@@ -119,9 +120,10 @@ async def decode(
             first_output_at = time.perf_counter()
         emitted, filtered = await _emit_item(item, emitter, out, schedule, emitted)
         if filtered:
-            return Decoded("incomplete", first_output_at)
+            return Decoded("incomplete", first_output_at, out.first_token_at)
     metrics.record_tokens(emitted)
-    return Decoded("incomplete" if plan.truncated else "completed", first_output_at)
+    status: Status = "incomplete" if plan.truncated else "completed"
+    return Decoded(status, first_output_at, out.first_token_at)
 
 
 async def _emit_item(

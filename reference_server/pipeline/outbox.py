@@ -3,17 +3,21 @@
 A response goes out in as few writes as its timing allows: each write costs a syscall and a
 wake-up of the reader (measured on loopback: ~0.1 ms each, more than building the events).
 Lifecycle events held before the first output ride with it; the first output event goes out
-at once (it is the client's TTFT mark); after it, events are held until the engine would wait
-(`flush()` before every sleep), the turn ends, or `MAX_HELD_EVENTS` pile up. Events are never
-merged or delayed past the moment the engine yields, so the decode schedule is unchanged.
+at once (the client's TTFE mark), and so does the first content token (its TTFT mark, by the
+one definition of `harness.protocol.timing_marks`, stamped here as `first_token_at`); after it,
+events are held until the engine would wait (`flush()` before every sleep), the turn ends, or
+`MAX_HELD_EVENTS` pile up. Events are never merged or delayed past the moment the engine
+yields, so the decode schedule is unchanged.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Protocol
 
 from harness.protocol.events import NON_OUTPUT_TYPES, Event
+from harness.protocol.timing_marks import is_first_token_candidate
 from reference_server.faults import EventFaults
 
 # A bound on one write (and on what a zero-latency response of 200k deltas holds in memory).
@@ -31,7 +35,8 @@ class Outbox:
         self._send = send
         self._faults = faults
         self._held: list[Event] = []  # events waiting to ride with the next write
-        self._output_sent = False  # the first output event (the TTFT mark) has gone out
+        self._output_sent = False  # the first output event (the TTFE mark) has gone out
+        self.first_token_at: float | None = None  # perf_counter() at the first token's write
 
     async def emit(self, events: Event | Sequence[Event], *, hold: bool = False) -> None:
         """Queue `events`; write at once only what carries the first output (unless `hold`)."""
@@ -41,7 +46,11 @@ class Outbox:
         self._held.extend(batch)
         if hold:
             return
-        if not self._output_sent and any(e.get("type") not in NON_OUTPUT_TYPES for e in batch):
+        if self.first_token_at is None and any(is_first_token_candidate(e) for e in batch):
+            self._output_sent = True
+            self.first_token_at = time.perf_counter()
+            await self.flush()
+        elif not self._output_sent and any(e.get("type") not in NON_OUTPUT_TYPES for e in batch):
             self._output_sent = True
             await self.flush()
         elif len(self._held) >= MAX_HELD_EVENTS:

@@ -89,12 +89,16 @@ def wsmode_report(
     cached_tokens: int,
 ) -> dict[str, Any]:
     """The `wsmode` object of the terminal Response: where the turn's time went."""
-    first_output_at = decoded.first_output_at
+    def since_arrival_ms(at: float | None) -> float | None:
+        return round((at - received_at) * 1000, 3) if at is not None else None
+
     return {
         "resolution": resolution.value if resolution else "none",
         "api_overhead_ms": round((engine_start - received_at) * 1000, 3),
         "inference_ttft_ms": round(plan.ttft_s * 1000, 3),
-        "ttft_ms": round((first_output_at - received_at) * 1000, 3) if first_output_at else None,
+        # the same marks as the client's (harness.protocol.timing_marks), stamped at the write
+        "ttft_ms": since_arrival_ms(decoded.first_token_at),
+        "ttfe_ms": since_arrival_ms(decoded.first_output_at),
         "stages_ms": stages_ms,
         "cached_tokens": cached_tokens,
     }

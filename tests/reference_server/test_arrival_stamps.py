@@ -102,3 +102,34 @@ def test_the_handshake_and_pings_before_a_request_do_not_start_its_clock(
     with make_server() as server:
         client_ttft_ms, server_ttft_ms = run(main(server))
     assert server_ttft_ms <= client_ttft_ms + 1.0, (client_ttft_ms, server_ttft_ms)
+
+
+def test_the_server_marks_ttft_at_the_first_token_as_the_client_does(
+    make_server: ServerFactory,
+) -> None:
+    """Hidden reasoning first: the item is announced long before its first summary token.
+
+    The server's `ttft_ms` and `ttfe_ms` follow the client's definitions (one definition,
+    `harness.protocol.timing_marks`): TTFE at the announcement, TTFT at the first token.
+    """
+    hidden_tokens, tokens_per_s = 20, 65  # legacy-65tps: ~300 ms of hidden decode
+    script = [{"type": "reasoning", "summary": "Look first.", "tokens": hidden_tokens}]
+
+    async def main(server: ReferenceServer) -> tuple[float, float, float, float]:
+        client = await WsClient.connect(server.ws_url, timeout_s=10)
+        try:
+            request = {**body(), "wsmode": {"script": script}}
+            exchange = await ws_exchange(client, request, timeout_s=10)
+        finally:
+            await client.close()
+        assert exchange.ok and exchange.final_response is not None
+        assert exchange.ttft_ms is not None and exchange.ttfe_ms is not None
+        stamps = exchange.final_response["wsmode"]
+        return exchange.ttfe_ms, exchange.ttft_ms, stamps["ttfe_ms"], stamps["ttft_ms"]
+
+    with make_server(profile="legacy-65tps") as server:
+        client_ttfe, client_ttft, server_ttfe, server_ttft = run(main(server))
+    hidden_ms = hidden_tokens / tokens_per_s * 1000
+    assert server_ttft - server_ttfe >= 0.5 * hidden_ms, (server_ttfe, server_ttft)
+    assert client_ttft - client_ttfe >= 0.5 * hidden_ms, (client_ttfe, client_ttft)
+    assert server_ttft <= client_ttft + 1.0  # the server's interval lies inside the client's
