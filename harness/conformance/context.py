@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
 from harness.conformance import bodies
+from harness.conformance.fifo import judge_fifo
 from harness.conformance.http import RecordingHttp, SseStream
 from harness.conformance.model import CaseMeta, Finding, Outcome, unique
 from harness.conformance.rules import rule_level
@@ -309,6 +310,19 @@ class LaneTraffic:
             if on == lane and (event_type is None or timed.type == event_type)
         ]
 
+    def events_of(self, lane: str | None) -> list[tuple[int, dict[str, Any]]]:
+        """The events of `lane` with their arrival positions."""
+        return [(i, timed.event) for i, (on, timed) in enumerate(self.arrivals) if on == lane]
+
+    def judge_fifo(self, lane: str | None, sent_tags: list[str], rule_id: str) -> None:
+        """Record FIFO findings for `lane` (see harness.conformance.fifo) in the case."""
+        where = "the socket" if lane is None else f"lane {lane}"
+        verdict = judge_fifo(self.events_of(lane), sent_tags, rule_id=rule_id, where=where)
+        for rule, message in verdict.findings:
+            self.conn.ctx.check(False, rule, message)
+        for note in verdict.notes:
+            self.conn.ctx.note(note)
+
     def first(self, lane: str | None, event_type: str | None = None) -> int | None:
         found = self.positions(lane, event_type)
         return found[0] if found else None
@@ -509,7 +523,12 @@ class CaseContext:
         self.rule_ids_seen.extend(("sdk.accumulate", "sdk.event_model"))
         if not report.available:
             self.inform("openai-python is not installed: the SDK check did not run")
-        self.outcome.findings.extend(report.findings)
+        owned = set(self.meta.rules)
+        for finding in report.findings:
+            if finding.rule_id in owned:  # a case fails on its own rules only
+                self.outcome.findings.append(finding)
+            else:
+                self.note(f"SDK also observed [{finding.rule_id}] {finding.message}")
         for note in unique(report.notes):
             self.note(f"SDK: {note}")
         return report
