@@ -380,8 +380,10 @@ def pytest_runtest_makereport(
             exc = TimeoutError("pytest-timeout backstop")
         graded = context.absorb(exc)
         _probe_if_stalled(state, context, graded)
-        verdict = decide_verdict(context.meta.level, graded)
-        _record(state, context, graded, verdict, not_run=isinstance(exc, TargetStopped))
+        not_run = isinstance(exc, TargetStopped)
+        # a case not run is FAIL at any level: nothing about the target was certified by it
+        verdict = Verdict.FAIL if not_run else decide_verdict(context.meta.level, graded)
+        _record(state, context, graded, verdict, not_run=not_run)
         _rewrite_report(report, item, verdict, detail_text(graded), strict=state.strict)
     return report
 
