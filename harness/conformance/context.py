@@ -53,6 +53,15 @@ Auth = Literal["key", "none", "wrong"]
 WRONG_KEY = "sk-wsmode-wrong-key-0000"
 
 
+def describe_error(error: ApiError) -> str:
+    """An error event as a vendor reads it: `an error event (status 404, code
+    model_not_found): The model 'x' does not exist`; absent members said so, never `0 None`."""
+    status = f"status {error.status}" if error.status else "no status"
+    code = f"code {error.code}" if error.code else "no code"
+    message = error.message.strip() if error.message else "no message"
+    return f"an error event ({status}, {code}): {message}"
+
+
 class CaseFailed(WsmodeError):
     """A hard expectation failed; the finding is already recorded."""
 
@@ -472,7 +481,7 @@ class CaseContext:
         """The exchange ended in response.completed; returns the final Response object."""
         if exchange.request_error is not None:
             error = exchange.request_error
-            self.fail(rule_id, f"{what}: refused with {error.status} {error.code}: {error.message}")
+            self.fail(rule_id, f"{what}: refused with {describe_error(error)}")
         final = exchange.final_response
         terminal = exchange.terminal_type
         if final is None or terminal != "response.completed":
