@@ -285,7 +285,9 @@ def _case_section(case: Mapping[str, Any]) -> str:
             )
         parts.append("</table>")
     log = case.get("wire_log") or []
-    if log:
+    if log and case["verdict"] == "PASS":
+        parts.append(f"<p class=meta>{len(log)} wire-log rows in report.json (a passing case).</p>")
+    elif log:
         arrows = {"send": "→", "recv": "←", "meta": "·"}
         parts.append(
             "<table class=wire><tr><th>t (ms)</th><th>conn</th><th>dir</th><th>kind</th>"
@@ -358,7 +360,7 @@ def render_junit(results: Sequence[Mapping[str, Any]], *, strict: bool) -> bytes
             elif verdict == "UNIMPLEMENTED":
                 ET.SubElement(element, "skipped", message=case["detail"] or "unimplemented")
             log = case.get("wire_log") or []
-            if log:
+            if log and verdict != "PASS":  # a passing case's frames are in report.json
                 ET.SubElement(element, "system-out").text = format_entries(log)
     ET.indent(suites)
     return bytes(ET.tostring(suites, encoding="utf-8", xml_declaration=True))

@@ -174,6 +174,23 @@ def collapse_deltas(
     return out
 
 
+def keep_ends(entries: list[dict[str, Any]], head: int, tail: int) -> list[dict[str, Any]]:
+    """The first `head` and last `tail` rows, one `elided` row between saying how many."""
+    if len(entries) <= head + tail + 1:
+        return entries
+    gone = entries[head:-tail]
+    marker = {
+        "t_ms": gone[0]["t_ms"],
+        "conn": "",
+        "dir": "meta",
+        "kind": "elided",
+        "bytes": sum(int(e.get("bytes", 0)) for e in gone),
+        "data": f"{len(gone)} rows elided ({gone[0]['t_ms']:.3f}–{gone[-1]['t_ms']:.3f} ms): "
+        "a case that did not fail keeps its first and last rows (--full-wire-log keeps all)",
+    }
+    return [*entries[:head], marker, *entries[-tail:]]
+
+
 class WireLog:
     def __init__(self, *, start_ns: int | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> None:
         self.start_ns = start_ns if start_ns is not None else time.perf_counter_ns()
