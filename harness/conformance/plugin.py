@@ -54,6 +54,7 @@ from harness.conformance.reports import (
     write_run,
 )
 from harness.conformance.sdk import sdk_version, warm_up
+from harness.conformance.summary import offered_version
 from harness.conformance.target_profile import (
     PlannedTarget,
     TargetProfile,
@@ -573,7 +574,7 @@ def build_result(run: TargetRun, state: CertifyState) -> dict[str, Any]:
         target={
             "url": live.ws_url if live is not None else planned.spec.url,
             "name": planned.name,
-            "version": live.version if live is not None else None,
+            "version": (live.version if live is not None else None) or offered_version(run.cases),
         },
         profile=profile.source,
         config=config,

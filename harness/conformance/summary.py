@@ -101,6 +101,22 @@ def root_causes(cases: Iterable[Mapping[str, Any]]) -> list[RootCause]:
     return sorted(groups.values(), key=lambda c: -len(c.cases))
 
 
+_VERSION_HEADER: Final = re.compile(r"^(server|x-[a-z0-9-]*version):\s*(.+)$", re.I | re.M)
+
+
+def offered_version(cases: Iterable[Mapping[str, Any]]) -> str | None:
+    """The version string the target offers in its upgrade or HTTP response headers
+    (`Server`, `x-...-version`), e.g. `x-litellm-version: 1.110.2`; None when it offers none."""
+    for case in cases:
+        for entry in case.get("wire_log") or []:
+            if entry.get("dir") != "recv" or entry.get("kind") not in ("open", "http", "sse"):
+                continue
+            match = _VERSION_HEADER.search(str(entry.get("data", "")))
+            if match:
+                return f"{match.group(1).lower()}: {match.group(2).strip()}"
+    return None
+
+
 def target_line(result: Mapping[str, Any]) -> str:
     """Who was certified: name, URL, version string, declared upstream and the model sent."""
     target = result.get("target", {})

@@ -105,6 +105,17 @@ def shorten_json(text: str, limit: int) -> str:
     return shortened
 
 
+def identity_headers(headers: Mapping[str, str]) -> str:
+    """The reply headers that name the server and its version (`Server`, `x-...-version`), one
+    per line with a leading newline, for the HTTP rows of the wire log; "" when none."""
+    shown = [
+        f"{k}: {v}"
+        for k, v in headers.items()
+        if k.lower() == "server" or (k.lower().startswith("x-") and k.lower().endswith("version"))
+    ]
+    return "".join("\n" + line for line in shown)
+
+
 def printable(data: str | bytes, limit: int) -> str:
     if isinstance(data, bytes):
         shown = data[: limit // 2]
