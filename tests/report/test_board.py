@@ -72,6 +72,7 @@ def test_rows_rank_by_ws_ttft_p50_with_spread_and_conformance(results_root: Path
         "must_total": 3,
         "should_passed": 1,
         "should_total": 2,
+        "upstream": "",
     }
     # the latest certify run of vendor-b counts, not the older one
     assert rows[0].conformance is not None and rows[0].conformance["must_passed"] == 2
@@ -262,3 +263,19 @@ def test_leaderboard_in_headless_chromium(results_root: Path, tmp_path: Path) ->
     assert fmt_ms(vb.ttft_p50.value) in texts
     assert "TTFT distribution (ws), all runs merged" in texts
     assert dom.count("<polyline") == 3  # one CDF line per ranked target
+
+
+def test_a_gateway_row_counts_cases_run_and_names_its_upstream(synth: Any, tmp_path: Path) -> None:
+    cases = dict(synth.cases)
+    cases["5.2.lanes.fifo"] = ("MUST", "UNIMPLEMENTED")  # not applicable: out of the count
+    result = synth.certify(cases, target="gateway")
+    result["config"]["upstream"] = "wsmode serve"
+    write_result(tmp_path / "results", result)
+    (row,) = build_rows(load_runs([tmp_path / "results"]))
+    musts = [v for level, v in cases.values() if level == "MUST"]
+    assert row.conformance is not None
+    assert row.conformance["must_total"] == len(musts) - 1
+    assert row.conformance["upstream"] == "wsmode serve"
+    board = tmp_path / "board"
+    write_board([tmp_path / "results"], board, title="t")
+    assert "(upstream: wsmode serve)" in (board / "leaderboard.md").read_text(encoding="utf-8")
