@@ -674,7 +674,7 @@ async def _answered(
 
 def _transport_rule(exc: BaseException) -> tuple[str | None, str]:
     if isinstance(exc, TargetStopped):
-        return "target.stopped", str(exc)
+        return "transport.stopped", str(exc)
     if isinstance(exc, TimeoutError) and not isinstance(exc, TransportError):
         return "case.timeout", "the case did not finish within its time budget"
     if isinstance(exc, TargetTimeout):

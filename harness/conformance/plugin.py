@@ -400,7 +400,7 @@ def pytest_runtest_makereport(
 
 def _probe_if_stalled(state: CertifyState, context: CaseContext, graded: Outcome) -> None:
     """After a case that stalled, ask a fresh socket whether the target still answers; if not,
-    the rest of this target's cases are not run (FAIL: target.stopped)."""
+    the rest of this target's cases are not run (FAIL: transport.stopped)."""
     run = state.run_for(context.target.name)
     if run.stopped_after is not None or not needs_probe(graded):
         return

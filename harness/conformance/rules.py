@@ -22,7 +22,7 @@ HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
     "transport.error": ("MUST", "the target is reachable and speaks WebSocket/HTTP"),
     "case.timeout": ("MUST", "the case finishes within its time budget"),
     "case.expectation": ("MUST", "the case's stated expectation holds"),
-    "target.stopped": ("MUST", "the target keeps answering for the whole run"),
+    "transport.stopped": ("MUST", "the target keeps answering for the whole run"),
     # handshake (PROTOCOL.md §1)
     "handshake.upgrade": ("MUST", "a bearer-authenticated upgrade gets 101"),
     "handshake.subprotocol": ("MUST", "no subprotocol is required, none is selected"),

@@ -92,7 +92,7 @@ def root_causes(cases: Iterable[Mapping[str, Any]]) -> list[RootCause]:
             findings = [{"rule_id": "harness", "level": "-", "message": case["detail"]}]
         for finding in findings:
             rule_id, message = str(finding.get("rule_id")), str(finding.get("message"))
-            key = (rule_id, "" if rule_id == "target.stopped" else mask(message))
+            key = (rule_id, "" if rule_id == "transport.stopped" else mask(message))
             cause = groups.setdefault(
                 key, RootCause(rule_id, str(finding.get("level", "")), message)
             )

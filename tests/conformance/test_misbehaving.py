@@ -32,7 +32,7 @@ def test_a_stalled_target_is_probed_and_the_rest_not_run(suites: Any, mode: str)
     assert any("no frame within" in e["data"] for e in first["wire_log"])
     for case_id in CASES[1:]:
         assert cases[case_id]["not_run"] is True
-        assert cases[case_id]["rule_ids"][-1] == "target.stopped"
+        assert cases[case_id]["rule_ids"][-1] == "transport.stopped"
         assert f"after case {CASES[0]}" in cases[case_id]["detail"]
     stopped = run.report()["certify"]["stopped"]
     assert stopped["after"] == CASES[0] and stopped["not_run"] == len(CASES) - 1

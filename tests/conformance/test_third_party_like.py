@@ -45,7 +45,7 @@ def _not_run_invariants(report: dict[str, Any]) -> dict[str, Any]:
     after = ids.index(stopped["after"])
     later = [c for c in cases[after + 1 :] if c["verdict"] != "UNIMPLEMENTED"]
     assert later and all(c.get("not_run") and c["verdict"] == "FAIL" for c in later)
-    assert all(c["findings"][-1]["rule_id"] == "target.stopped" for c in later)
+    assert all(c["findings"][-1]["rule_id"] == "transport.stopped" for c in later)
     assert stopped["not_run"] == len(later) == sum(1 for c in cases if c.get("not_run"))
     return stopped
 
