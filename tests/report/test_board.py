@@ -249,8 +249,8 @@ def test_leaderboard_in_headless_chromium(results_root: Path, tmp_path: Path) ->
     spread = r" \(\d\.\d\d–\d\.\d\d\)"
     assert re.fullmatch(speedup_cell + spread, by_name["reference"][col["WS speedup (95% CI)"]])
     # the conformance score, merged from the certify results of the same target
-    assert by_name["reference"][col["Conformance"]] == "MUST 3/3 · SHOULD 1/2"
-    assert by_name["vendor-b"][col["Conformance"]] == "MUST 2/3 · SHOULD 1/2"
+    assert by_name["reference"][col["Conformance"]] == "MUST 3/3 · SHOULD 1/2 run"
+    assert by_name["vendor-b"][col["Conformance"]] == "MUST 2/3 · SHOULD 1/2 run"
     assert by_name["vendor-c"][col["Conformance"]] == "—"
     assert by_name["vendor-d"][col["TTFT p50"]] == "—"
     # links to the raw files and the environment
