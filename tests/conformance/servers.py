@@ -28,7 +28,9 @@ MODES = (
     "no-answer",  # a black hole: accepts the upgrade, never answers
     "gateway",  # behaves like the gateways certified in issue 11 (see `gateway_events`)
     "swallow-errors",  # answers good creates, stays silent where an error event is due
+    "slow",  # conformant, but each event takes SLOW_EVENT_S
 )
+SLOW_EVENT_S = 0.3
 
 
 def gateway_events(events: list[dict[str, Any]], frame: dict[str, Any]) -> list[dict[str, Any]]:
@@ -126,6 +128,8 @@ class CannedServer:
             if self.mode == "no-answer":
                 continue
             for index, event in enumerate(events):
+                if self.mode == "slow":
+                    await asyncio.sleep(SLOW_EVENT_S)
                 if index == 2 and self.mode == "stall":
                     await asyncio.sleep(3600)
                 if index == 2 and self.mode == "garbage":

@@ -68,3 +68,13 @@ def test_error_swallowing_target_ends_with_the_rest_not_run(suites: Any) -> None
     assert "errors swallowed" in stopped["reason"]
     first = {c["id"]: c for c in run.report()["certify"]["cases"]}[stopped["after"]]
     assert not first.get("not_run") and first["verdict"] == "FAIL"
+
+
+def test_a_slow_but_correct_target_passes_within_its_event_timeout(suites: Any) -> None:
+    selection = "1.handshake.upgrade or 3.3.lifecycle.text or 5.2.queue.fifo"
+    with running("slow") as server:
+        run = suites("--target", server.url, "-k", selection, "--event-timeout", "2")
+    assert run.returncode == 0, run.output
+    report = run.report()
+    assert "stopped" not in report["certify"]
+    assert {c["verdict"] for c in report["certify"]["cases"]} == {"PASS"}
