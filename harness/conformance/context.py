@@ -18,11 +18,12 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
 from harness.conformance import bodies
 from harness.conformance.fifo import judge_fifo
 from harness.conformance.http import RecordingHttp, SseStream
+from harness.conformance.liveness import TargetStopped
 from harness.conformance.model import CaseMeta, Finding, Outcome, unique
 from harness.conformance.rules import rule_level
 from harness.conformance.sdk import SdkReport, check_stream
@@ -602,74 +603,6 @@ class CaseContext:
     def result_rule_ids(self, outcome: Outcome) -> list[str]:
         """The case's declared rules, then every rule it found broken."""
         return unique([*self.meta.rules, *(f.rule_id for f in outcome.findings)])
-
-
-class TargetStopped(WsmodeError):
-    """An earlier case found the target no longer answering: this case is not run."""
-
-
-PROBE_PREVIOUS_ID = "resp_wsmode_liveness_probe"
-# Findings after which the target may have stopped answering: a liveness probe decides.
-STALL_RULES: Final = frozenset({"transport.stall", "case.timeout", "queue.no_drop"})
-
-
-def needs_probe(outcome: Outcome) -> bool:
-    """Whether a case's outcome looks like a target that stopped answering."""
-    return any(f.rule_id in STALL_RULES for f in outcome.findings)
-
-
-async def liveness_probe(
-    target: LiveTarget, *, log: WireLog, timeout_s: float, case_timeout_s: float
-) -> str | None:
-    """Whether the target still answers, on a fresh socket: a plain create must reach its
-    terminal event and an unknown previous_response_id must get an error event, each event
-    within `timeout_s` (the event timeout: a slow but correct target passes). Returns why the
-    target is considered stopped, or None when it answered both."""
-    try:
-        client = await RecordingWsClient.open(
-            target.ws_url, log=log, label="probe", api_key=target.api_key, timeout_s=timeout_s
-        )
-    except TransportError as exc:
-        return f"a fresh connection failed ({exc})"
-    model = target.profile.model
-    try:
-        await client.send_json(create_event(model=model, input=bodies.SHORT_PROMPT, store=False))
-        if not await _answered(client, timeout_s, case_timeout_s, error=False):
-            return f"a plain create got no terminal event (each event awaited {timeout_s:g} s)"
-        body = create_event(
-            model=model,
-            input=bodies.SHORT_PROMPT,
-            store=False,
-            previous_response_id=PROBE_PREVIOUS_ID,
-        )
-        await client.send_json(body)
-        if not await _answered(client, timeout_s, case_timeout_s, error=True):
-            return f"an invalid create got no error event within {timeout_s:g} s (errors swallowed)"
-        return None
-    except TransportError as exc:
-        return f"the probe's socket failed ({exc})"
-    finally:
-        try:
-            await client.close()
-        except Exception as exc:  # a dead socket's close must not mask the probe's answer
-            log.note("probe", f"close failed: {type(exc).__name__}: {exc}")
-
-
-async def _answered(
-    client: RecordingWsClient, timeout_s: float, budget_s: float, *, error: bool
-) -> bool:
-    """Read until a terminal event (or, with `error`, an error event); False on silence."""
-    deadline = time.monotonic() + budget_s
-    while time.monotonic() < deadline:
-        try:
-            timed = await client.recv(min(timeout_s, max(deadline - time.monotonic(), 0.001)))
-        except TargetTimeout:
-            return False
-        if error and timed.type in ("error", "response.failed"):
-            return True
-        if not error and timed.type in TERMINAL_TYPES:
-            return True
-    return False
 
 
 def _transport_rule(exc: BaseException) -> tuple[str | None, str]:

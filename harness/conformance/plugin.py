@@ -30,14 +30,9 @@ from _pytest.mark.expression import Expression
 
 from harness.bundled import target_profile_path
 from harness.conformance.cases import meta_of
-from harness.conformance.context import (
-    CaseContext,
-    LiveTarget,
-    TargetStopped,
-    liveness_probe,
-    needs_probe,
-)
+from harness.conformance.context import CaseContext, LiveTarget
 from harness.conformance.embedded import embedded_target, remote_target
+from harness.conformance.liveness import TargetStopped, liveness_probe, needs_probe
 from harness.conformance.model import (
     CaseMeta,
     Outcome,
@@ -406,7 +401,9 @@ def _probe_if_stalled(state: CertifyState, context: CaseContext, graded: Outcome
         return
     reason = asyncio.run(
         liveness_probe(
-            context.target,
+            context.target.ws_url,
+            api_key=context.target.api_key,
+            model=context.profile.model,
             log=context.log,
             timeout_s=context.event_timeout_s,
             case_timeout_s=context.case_timeout_s,
