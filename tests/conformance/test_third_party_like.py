@@ -78,3 +78,11 @@ def test_a_slow_but_correct_target_passes_within_its_event_timeout(suites: Any) 
     report = run.report()
     assert "stopped" not in report["certify"]
     assert {c["verdict"] for c in report["certify"]["cases"]} == {"PASS"}
+
+
+def test_k_selects_cases_never_the_target_by_its_name(suites: Any) -> None:
+    # pytest's own -k would match every case of the target named "reference"
+    run = suites("--wsmode-cases", "1.ws.ping or reference", "--wsmode-model", "wsmode-other")
+    assert run.returncode == 0, run.output
+    assert set(run.cases()) == {"1.ws.ping"}
+    assert run.report()["config"]["model"] == "wsmode-other"  # --model, shown in the report
