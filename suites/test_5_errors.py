@@ -9,6 +9,7 @@ import json
 from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, CaseExchange, Conn
+from harness.conformance.fifo import order_fields
 from harness.protocol.accumulator import RequestError, ResponseAccumulator
 from harness.protocol.events import TERMINAL_TYPES
 from harness.transport.events import TargetClosed, TargetTimeout
@@ -185,14 +186,6 @@ async def read_answers(ctx: CaseContext, conn: Conn, count: int) -> list[object]
     return answers
 
 
-def tag_of(answer: object) -> str | None:
-    if isinstance(answer, dict):
-        metadata = answer.get("metadata") or {}
-        tag = metadata.get("wsmode_order") if isinstance(metadata, dict) else None
-        return str(tag) if tag is not None else None
-    return None
-
-
 @case(
     "5.2.queue.fifo",
     level="MUST",
@@ -202,14 +195,15 @@ def tag_of(answer: object) -> str | None:
 )
 async def test_queue_fifo(ctx: CaseContext) -> None:
     conn = await ctx.connect()
-    for n in (1, 2, 3):
-        await conn.send(ctx.body(f"Request {n}: say hello.", metadata={"wsmode_order": str(n)}))
+    traffic = conn.lanes()
+    tags = ["1", "2", "3"]
+    for tag in tags:
+        await traffic.send(ctx.body(f"Request {tag}: say hello.", **order_fields(tag)))
     try:
-        answers = await read_answers(ctx, conn, 3)
+        await traffic.read_answers(len(tags))
     except TargetTimeout:
-        ctx.fail("queue.no_drop", "not every queued create was answered")
-    tags = [tag_of(a) for a in answers]
-    ctx.check(tags == ["1", "2", "3"], "queue.fifo", f"responses finished in order {tags}")
+        ctx.fail("queue.no_drop", f"not every queued create was answered ({traffic.summary()})")
+    traffic.judge_fifo(None, tags, "queue.fifo")
 
 
 @case(
@@ -221,16 +215,17 @@ async def test_queue_fifo(ctx: CaseContext) -> None:
 )
 async def test_queue_mid_stream(ctx: CaseContext) -> None:
     conn = await ctx.connect()
-    await conn.send(ctx.body(bodies.LONG_PROMPT, metadata={"wsmode_order": "1"}))
-    first = await conn.next_event()
+    traffic = conn.lanes()
+    await traffic.send(ctx.body(bodies.LONG_PROMPT, **order_fields("1")))
+    await traffic.read_until(lambda: bool(traffic.arrivals))
+    first = traffic.arrivals[0][1]
     ctx.check(first.type == "response.created", "case.expectation", f"first event {first.type}")
-    await conn.send(ctx.body("Say hello.", metadata={"wsmode_order": "2"}))
+    await traffic.send(ctx.body("Say hello.", **order_fields("2")))
     try:
-        answers = await read_answers(ctx, conn, 2)
+        await traffic.read_answers(2)
     except TargetTimeout:
         ctx.fail("queue.no_drop", "the create sent mid-stream was never answered")
-    tags = [tag_of(a) for a in answers]
-    ctx.check(tags == ["1", "2"], "queue.fifo", f"responses finished in order {tags}")
+    traffic.judge_fifo(None, ["1", "2"], "queue.fifo")
 
 
 @case(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, Conn, LaneAnswer, LaneTraffic
+from harness.conformance.fifo import order_fields
 from harness.conformance.target_profile import DOCUMENTED_MAX_LANES
 from harness.transport.events import TargetTimeout
 
@@ -44,12 +45,6 @@ def expect_served(ctx: CaseContext, traffic: LaneTraffic) -> None:
     """Every create read so far was served (none refused); else the case cannot judge order."""
     if any(a.error is not None for a in traffic.answers):
         ctx.fail("case.expectation", f"refused: {refusals(traffic.answers)}")
-
-
-def tag_of(answer: LaneAnswer) -> str | None:
-    metadata = answer.response.get("metadata")
-    tag = metadata.get("wsmode_order") if isinstance(metadata, dict) else None
-    return str(tag) if tag is not None else None
 
 
 # -- the stream_id field ------------------------------------------------------------------------
@@ -202,25 +197,12 @@ async def test_lane_fifo(ctx: CaseContext) -> None:
     lane, other = "wsmode-fifo", "wsmode-other"
     conn = await ctx.connect()
     traffic = conn.lanes()
-    first = ctx.body(bodies.long_prompt(), stream_id=lane, metadata={"wsmode_order": "1"})
-    await traffic.send(first)
-    await traffic.send(
-        ctx.body("Request 2: say hello.", stream_id=lane, metadata={"wsmode_order": "2"})
-    )
-    await traffic.send(ctx.body("Say hello.", stream_id=other, metadata={"wsmode_order": "3"}))
+    await traffic.send(ctx.body(bodies.long_prompt(), stream_id=lane, **order_fields("1")))
+    await traffic.send(ctx.body("Request 2: say hello.", stream_id=lane, **order_fields("2")))
+    await traffic.send(ctx.body("Say hello.", stream_id=other, **order_fields("3")))
     await read_answers(ctx, traffic, 3, "three creates on two lanes")
     expect_served(ctx, traffic)
-    answers = traffic.answers_of(lane)
-    tags = [tag_of(a) for a in answers]
-    ctx.check(tags == ["1", "2"], "lanes.fifo", f"lane {lane} finished in order {tags}")
-    starts = traffic.positions(lane, "response.created")
-    if len(starts) >= 2 and answers:
-        ctx.check(
-            starts[1] > answers[0].position,
-            "lanes.fifo",
-            f"lane {lane}: the second response started (event {starts[1]}) before the first "
-            f"ended (event {answers[0].position})",
-        )
+    traffic.judge_fifo(lane, ["1", "2"], "lanes.fifo")
 
 
 @case(

@@ -2,7 +2,8 @@
 
     wsmode certify                                   # the embedded reference server
     wsmode certify --target ws://HOST:PORT/v1/responses [--http-target URL] [--api-key KEY]
-                   [--target-profile FILE] [--strict]
+                   [--target-profile FILE] [--model MODEL] [--auth] [--strict]
+                   [-k '5.2 and not lanes'] [--full-wire-log]
     wsmode certify --target-profile a.toml --target-profile b.toml   # several targets: a matrix
     wsmode certify --fault cache-fifo                # the reference server with a fault on
     wsmode certify --merge r1/report.json r2/report.json [--out DIR] # one matrix from reports
@@ -117,7 +118,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", default="results", metavar="DIR", help="results root")
     parser.add_argument("--label", default="certify")
     parser.add_argument("--no-report", action="store_true", help="write no report files")
-    parser.add_argument("-k", dest="keyword", default=None, metavar="EXPR", help="pytest -k")
+    parser.add_argument(
+        "-k",
+        dest="keyword",
+        default=None,
+        metavar="EXPR",
+        help="select cases by id, category or level (-k '5.2 and not lanes'); never the target",
+    )
+    parser.add_argument(
+        "--model",
+        default=None,
+        metavar="MODEL",
+        help="the model every request names (default: the target profile's; shown in reports)",
+    )
+    parser.add_argument(
+        "--auth",
+        action="store_true",
+        help="the target refuses a missing or wrong key: run the auth cases (--api-key only "
+        "sends the key)",
+    )
+    parser.add_argument(
+        "--full-wire-log",
+        action="store_true",
+        help="keep every frame in every case (default: delta runs of passing cases collapsed)",
+    )
     parser.add_argument("--suites", type=Path, default=SUITES_DIR, help="the suites directory")
     parser.add_argument("-v", "--verbose", action="store_true", help="one line per case")
     parser.add_argument(
@@ -156,7 +180,13 @@ def pytest_arguments(args: argparse.Namespace) -> list[str]:
         argv.append("--wsmode-no-report")
     argv += ["--wsmode-results", str(args.results), "--wsmode-label", args.label]
     if args.keyword:
-        argv += ["-k", args.keyword]
+        argv += ["--wsmode-cases", args.keyword]
+    if args.model:
+        argv += ["--wsmode-model", args.model]
+    if args.auth:
+        argv.append("--wsmode-auth")
+    if args.full_wire_log:
+        argv.append("--wsmode-full-wire-log")
     return argv
 
 

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
 from harness.conformance import bodies
+from harness.conformance.fifo import judge_fifo
 from harness.conformance.http import RecordingHttp, SseStream
+from harness.conformance.liveness import TargetStopped
 from harness.conformance.model import CaseMeta, Finding, Outcome, unique
 from harness.conformance.rules import rule_level
 from harness.conformance.sdk import SdkReport, check_stream
 from harness.conformance.target_profile import TargetProfile
-from harness.conformance.wirelog import RecordingWsClient, WireLog
+from harness.conformance.wirelog import DEFAULT_MAX_CHARS, RecordingWsClient, WireLog
 from harness.errors import WsmodeError
 from harness.protocol.accumulator import (
     RequestError,
@@ -50,6 +52,15 @@ from harness.transport.exchange import Exchange
 
 Auth = Literal["key", "none", "wrong"]
 WRONG_KEY = "sk-wsmode-wrong-key-0000"
+
+
+def describe_error(error: ApiError) -> str:
+    """An error event as a vendor reads it: `an error event (status 404, code
+    model_not_found): The model 'x' does not exist`; absent members said so, never `0 None`."""
+    status = f"status {error.status}" if error.status else "no status"
+    code = f"code {error.code}" if error.code else "no code"
+    message = error.message.strip() if error.message else "no message"
+    return f"an error event ({status}, {code}): {message}"
 
 
 class CaseFailed(WsmodeError):
@@ -313,6 +324,19 @@ class LaneTraffic:
             if on == lane and (event_type is None or timed.type == event_type)
         ]
 
+    def events_of(self, lane: str | None) -> list[tuple[int, dict[str, Any]]]:
+        """The events of `lane` with their arrival positions."""
+        return [(i, timed.event) for i, (on, timed) in enumerate(self.arrivals) if on == lane]
+
+    def judge_fifo(self, lane: str | None, sent_tags: list[str], rule_id: str) -> None:
+        """Record FIFO findings for `lane` (see harness.conformance.fifo) in the case."""
+        where = "the socket" if lane is None else f"lane {lane}"
+        verdict = judge_fifo(self.events_of(lane), sent_tags, rule_id=rule_id, where=where)
+        for rule, message in verdict.findings:
+            self.conn.ctx.check(False, rule, message)
+        for note in verdict.notes:
+            self.conn.ctx.note(note)
+
     def first(self, lane: str | None, event_type: str | None = None) -> int | None:
         found = self.positions(lane, event_type)
         return found[0] if found else None
@@ -334,13 +358,14 @@ class CaseContext:
         *,
         event_timeout_s: float,
         case_timeout_s: float,
+        wire_max_chars: int = DEFAULT_MAX_CHARS,
     ) -> None:
         self.meta = meta
         self.target = target
         self.profile = target.profile
         self.event_timeout_s = event_timeout_s
         self.case_timeout_s = case_timeout_s
-        self.log = WireLog()
+        self.log = WireLog(max_chars=wire_max_chars)
         self.outcome = Outcome()
         self.conns: list[Conn] = []
         self.https: list[RecordingHttp] = []
@@ -476,7 +501,7 @@ class CaseContext:
         """The exchange ended in response.completed; returns the final Response object."""
         if exchange.request_error is not None:
             error = exchange.request_error
-            self.fail(rule_id, f"{what}: refused with {error.status} {error.code}: {error.message}")
+            self.fail(rule_id, f"{what}: refused with {describe_error(error)}")
         final = exchange.final_response
         terminal = exchange.terminal_type
         if final is None or terminal != "response.completed":
@@ -528,7 +553,12 @@ class CaseContext:
         self.rule_ids_seen.extend(("sdk.accumulate", "sdk.event_model"))
         if not report.available:
             self.inform("openai-python is not installed: the SDK check did not run")
-        self.outcome.findings.extend(report.findings)
+        owned = set(self.meta.rules)
+        for finding in report.findings:
+            if finding.rule_id in owned:  # a case fails on its own rules only
+                self.outcome.findings.append(finding)
+            else:
+                self.note(f"SDK also observed [{finding.rule_id}] {finding.message}")
         for note in unique(report.notes):
             self.note(f"SDK: {note}")
         return report
@@ -595,6 +625,8 @@ class CaseContext:
 
 
 def _transport_rule(exc: BaseException) -> tuple[str | None, str]:
+    if isinstance(exc, TargetStopped):
+        return "transport.stopped", str(exc)
     if isinstance(exc, TimeoutError) and not isinstance(exc, TransportError):
         return "case.timeout", "the case did not finish within its time budget"
     if isinstance(exc, TargetTimeout):

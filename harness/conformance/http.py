@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.conformance.wirelog import WireLog
+from harness.conformance.wirelog import WireLog, identity_headers
 from harness.protocol import wire
 from harness.transport.events import (
     HttpStatusError,
@@ -69,7 +69,8 @@ class RecordingHttp:
             self.label,
             "recv",
             "http",
-            f"HTTP {status} {headers.get('content-type', '')}\n" + body.decode("utf-8", "replace"),
+            f"HTTP {status} {headers.get('content-type', '')}{identity_headers(headers)}\n"
+            + body.decode("utf-8", "replace"),
             size=len(body),
         )
 
@@ -122,7 +123,8 @@ class RecordingHttp:
         def head(status: int, reply_headers: dict[str, str]) -> None:
             result.status = status
             result.content_type = reply_headers.get("content-type", "")
-            self.log.add(self.label, "recv", "http", f"HTTP {status} {result.content_type}", size=0)
+            shown = f"HTTP {status} {result.content_type}{identity_headers(reply_headers)}"
+            self.log.add(self.label, "recv", "http", shown, size=0)
 
         blocks = self.client.stream_blocks(body, headers=headers, on_sent=sent, on_head=head)
         try:

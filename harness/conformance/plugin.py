@@ -21,17 +21,26 @@ import asyncio
 import inspect
 import time
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.mark.expression import Expression
 
 from harness.bundled import target_profile_path
 from harness.conformance.cases import meta_of
 from harness.conformance.context import CaseContext, LiveTarget
 from harness.conformance.embedded import embedded_target, remote_target
-from harness.conformance.model import Outcome, Verdict, decide_verdict, detail_text, is_failure
+from harness.conformance.liveness import TargetStopped, liveness_probe, needs_probe
+from harness.conformance.model import (
+    CaseMeta,
+    Outcome,
+    Verdict,
+    decide_verdict,
+    detail_text,
+    is_failure,
+)
 from harness.conformance.reports import (
     run_directory,
     terminal_matrix,
@@ -40,6 +49,7 @@ from harness.conformance.reports import (
     write_run,
 )
 from harness.conformance.sdk import sdk_version, warm_up
+from harness.conformance.summary import offered_version
 from harness.conformance.target_profile import (
     PlannedTarget,
     TargetProfile,
@@ -47,11 +57,21 @@ from harness.conformance.target_profile import (
     load_target_profile,
     plan_targets,
 )
+from harness.conformance.wirelog import (
+    DEFAULT_MAX_CHARS,
+    FULL_MAX_CHARS,
+    collapse_deltas,
+    keep_ends,
+    shorten_json,
+)
 from harness.results.schema import finish_result, new_result, utc_now_iso
 from harness.results.store import timestamp_slug
 
 REFERENCE_PROFILE = target_profile_path("reference")
 BACKSTOP_S = 15.0  # pytest-timeout = case timeout + this
+# Frames of a case that did not fail are shortened to this (cited members kept whole).
+PASSING_FRAME_CHARS = 512
+PASSING_HEAD_ROWS, PASSING_TAIL_ROWS = 40, 10  # ... and at most this many rows
 
 _STATE = pytest.StashKey["CertifyState"]()
 _CTX = pytest.StashKey[CaseContext]()
@@ -72,6 +92,13 @@ class TargetRun:
     live: LiveTarget | None = None
     started_at: str | None = None
     cases: list[dict[str, Any]] = field(default_factory=list)
+    stopped_after: str | None = None  # the case after which the target stopped answering
+    stop_reason: str = ""
+
+    def stopped_message(self) -> str | None:
+        if self.stopped_after is None:
+            return None
+        return f"not run: the target stopped answering after case {self.stopped_after}"
 
 
 @dataclass
@@ -82,6 +109,8 @@ class CertifyState:
     label: str
     event_timeout_s: float | None
     case_timeout_s: float | None
+    full_wire_log: bool = False
+    cases_expression: str | None = None
     runs: dict[str, TargetRun] = field(default_factory=dict)
     written: list[tuple[dict[str, Any], dict[str, Path]]] = field(default_factory=list)
     matrix: dict[str, Path] = field(default_factory=dict)
@@ -129,6 +158,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="results root: reports go to DIR/certify/<target>/<timestamp>/ (default: results)",
     )
     group.addoption("--wsmode-no-report", action="store_true", default=False)
+    group.addoption(
+        "--wsmode-model", default=None, metavar="MODEL", help="the model every request names"
+    )
+    group.addoption(
+        "--wsmode-auth",
+        action="store_true",
+        default=False,
+        help="the target refuses a missing or wrong key: run the auth cases",
+    )
+    group.addoption(
+        "--wsmode-full-wire-log",
+        action="store_true",
+        default=False,
+        help="keep every frame of every case (default: delta runs collapsed in passing cases)",
+    )
+    group.addoption(
+        "--wsmode-cases",
+        default=None,
+        metavar="EXPR",
+        help="select cases by id, category or level (a -k expression that never matches the "
+        "target's name)",
+    )
     group.addoption("--wsmode-label", default="certify", metavar="LABEL")
 
 
@@ -145,6 +196,9 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except TargetProfileError as exc:
         raise pytest.UsageError(str(exc)) from None
+    targets = with_overrides(
+        targets, config.getoption("wsmode_model"), auth=bool(config.getoption("wsmode_auth"))
+    )
     faults = {f for t in targets for f in t.faults}
     if faults:
         from reference_server.faults import check_fault_names
@@ -165,7 +219,25 @@ def pytest_configure(config: pytest.Config) -> None:
         label=str(config.getoption("wsmode_label")),
         event_timeout_s=config.getoption("event_timeout"),
         case_timeout_s=config.getoption("case_timeout"),
+        full_wire_log=bool(config.getoption("wsmode_full_wire_log")),
+        cases_expression=config.getoption("wsmode_cases"),
     )
+
+
+def with_overrides(
+    targets: list[PlannedTarget], model: str | None, *, auth: bool
+) -> list[PlannedTarget]:
+    """Apply `--model` and `--auth` to every planned target's profile."""
+    changed: list[PlannedTarget] = []
+    for planned in targets:
+        changes: dict[str, Any] = {}
+        if model:
+            changes["model"] = model
+        if auth:
+            changes["capabilities"] = planned.profile.capabilities | {"auth"}
+        profile = planned.profile.with_changes(**changes) if changes else planned.profile
+        changed.append(replace(planned, profile=profile))
+    return changed
 
 
 def _state(config: pytest.Config) -> CertifyState:
@@ -211,6 +283,7 @@ def ctx(request: pytest.FixtureRequest, wsmode_target: LiveTarget) -> CaseContex
         wsmode_target,
         event_timeout_s=state.event_timeout_s or profile.event_timeout_s,
         case_timeout_s=state.case_timeout_s or profile.case_timeout_s,
+        wire_max_chars=FULL_MAX_CHARS if state.full_wire_log else DEFAULT_MAX_CHARS,
     )
     request.node.stash[_CTX] = context
     return context
@@ -227,6 +300,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(longest + BACKSTOP_S))
             # `-k` can select by case id, category or level: -k "5.1.cache and not lru"
             item.extra_keyword_matches.update((meta.id, meta.category, meta.level))
+    if state.cases_expression:
+        selected, deselected = select_cases(items, state.cases_expression)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = selected
+
+
+class _CaseMatcher:
+    """Matches a -k name against one case only: its id, category, level and function name
+    (never the target's name, the module or the directory, which pytest's own -k also sees)."""
+
+    def __init__(self, meta: CaseMeta, function_name: str) -> None:
+        self.names = (meta.id, meta.category, meta.level, function_name)
+
+    def __call__(self, name: str, /, **kwargs: str | int | bool | None) -> bool:
+        needle = name.lower()
+        return not kwargs and any(needle in candidate.lower() for candidate in self.names)
+
+
+def select_cases(
+    items: list[pytest.Item], expression: str
+) -> tuple[list[pytest.Item], list[pytest.Item]]:
+    """Split `items` by a -k style expression judged on the cases alone."""
+    try:
+        compiled = Expression.compile(expression)
+    except SyntaxError as exc:
+        raise pytest.UsageError(f"-k {expression!r}: {exc}") from None
+    selected: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
+    for item in items:
+        function = item.function if isinstance(item, pytest.Function) else None
+        meta = meta_of(function) if function is not None else None
+        keep = (
+            meta is None
+            or function is None
+            or compiled.evaluate(_CaseMatcher(meta, function.__name__))
+        )
+        (selected if keep else deselected).append(item)
+    return selected, deselected
 
 
 # -- running a case -----------------------------------------------------------------------------
@@ -239,9 +351,14 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     names = pyfuncitem._fixtureinfo.argnames
     kwargs = {name: pyfuncitem.funcargs[name] for name in names}
 
+    run = _state(pyfuncitem.config).run_for(context.target.name)
+
     async def main() -> None:
         try:
             context.require(*context.meta.requires)
+            stopped = run.stopped_message()
+            if stopped is not None:
+                raise TargetStopped(stopped)
             async with asyncio.timeout(context.case_timeout_s):
                 await function(**kwargs)
         finally:
@@ -268,13 +385,49 @@ def pytest_runtest_makereport(
         if isinstance(exc, pytest.fail.Exception) and "Timeout" in str(exc):
             exc = TimeoutError("pytest-timeout backstop")
         graded = context.absorb(exc)
-        verdict = decide_verdict(context.meta.level, graded)
-        _record(state, context, graded, verdict)
+        _probe_if_stalled(state, context, graded)
+        not_run = isinstance(exc, TargetStopped)
+        # a case not run is FAIL at any level: nothing about the target was certified by it
+        verdict = Verdict.FAIL if not_run else decide_verdict(context.meta.level, graded)
+        _record(state, context, graded, verdict, not_run=not_run)
         _rewrite_report(report, item, verdict, detail_text(graded), strict=state.strict)
     return report
 
 
-def _record(state: CertifyState, context: CaseContext, graded: Outcome, verdict: Verdict) -> None:
+def _probe_if_stalled(state: CertifyState, context: CaseContext, graded: Outcome) -> None:
+    """After a case that stalled, ask a fresh socket whether the target still answers; if not,
+    the rest of this target's cases are not run (FAIL: transport.stopped)."""
+    run = state.run_for(context.target.name)
+    if run.stopped_after is not None or not needs_probe(graded):
+        return
+    reason = asyncio.run(
+        liveness_probe(
+            context.target.ws_url,
+            api_key=context.target.api_key,
+            model=context.profile.model,
+            log=context.log,
+            timeout_s=context.event_timeout_s,
+            case_timeout_s=context.case_timeout_s,
+        )
+    )
+    if reason is None:
+        graded.notes.append("liveness probe after this case: the target still answers")
+        return
+    run.stopped_after, run.stop_reason = context.meta.id, reason
+    graded.notes.append(
+        f"liveness probe after this case: the target stopped answering: {reason}; "
+        "the remaining cases are not run"
+    )
+
+
+def _record(
+    state: CertifyState,
+    context: CaseContext,
+    graded: Outcome,
+    verdict: Verdict,
+    *,
+    not_run: bool = False,
+) -> None:
     run = state.run_for(context.target.name)
     if run.started_at is None:
         run.started_at = context.started_at
@@ -294,9 +447,23 @@ def _record(state: CertifyState, context: CaseContext, graded: Outcome, verdict:
             "started_at": context.started_at,
             "findings": [f.as_dict() for f in graded.findings],
             "notes": list(graded.notes),
-            "wire_log": context.log.as_list(),
+            "wire_log": wire_log_for(context.log.as_list(), verdict, full=state.full_wire_log),
+            **({"not_run": True} if not_run else {}),
         }
     )
+
+
+def wire_log_for(entries: list[dict[str, Any]], verdict: Verdict, *, full: bool) -> list[Any]:
+    """Full for FAIL and ERROR cases (and with --full-wire-log), delta runs collapsed elsewhere."""
+    if full or verdict in (Verdict.FAIL, Verdict.ERROR):
+        return list(entries)
+    shortened = [
+        {**e, "data": shorten_json(str(e["data"]), PASSING_FRAME_CHARS)}
+        if e["kind"] == "text"
+        else e
+        for e in collapse_deltas(entries)
+    ]
+    return keep_ends(shortened, PASSING_HEAD_ROWS, PASSING_TAIL_ROWS)
 
 
 def _record_setup_error(
@@ -405,13 +572,19 @@ def build_result(run: TargetRun, state: CertifyState) -> dict[str, Any]:
         target={
             "url": live.ws_url if live is not None else planned.spec.url,
             "name": planned.name,
-            "version": live.version if live is not None else None,
+            "version": (live.version if live is not None else None) or offered_version(run.cases),
         },
         profile=profile.source,
         config=config,
         started_at=run.started_at,
     )
     result["certify"]["cases"] = run.cases
+    if run.stopped_after is not None:
+        result["certify"]["stopped"] = {
+            "after": run.stopped_after,
+            "reason": run.stop_reason,
+            "not_run": sum(1 for case in run.cases if case.get("not_run")),
+        }
     return finish_result(result)
 
 

@@ -15,7 +15,17 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from harness.conformance.model import CATEGORIES, VERDICT_ORDER
+from harness.conformance.model import CATEGORIES
+from harness.conformance.summary import (
+    RootCause,
+    counts_line,
+    level_count,
+    reading_order,
+    render_markdown,
+    root_causes,
+    stopped_line,
+    target_line,
+)
 from harness.conformance.wirelog import format_entries
 from harness.results.schema import VERDICTS, dumps_result
 from harness.results.store import slug, timestamp_slug
@@ -50,8 +60,10 @@ def write_run(directory: Path, result: Mapping[str, Any], *, strict: bool) -> di
         "json": directory / "report.json",
         "html": directory / "report.html",
         "junit": directory / "junit.xml",
+        "md": directory / "report.md",
     }
     paths["json"].write_text(dumps_result(result), encoding="utf-8")
+    paths["md"].write_text(render_markdown(result, strict=strict), encoding="utf-8")
     paths["html"].write_text(render_html(result, strict=strict), encoding="utf-8")
     paths["junit"].write_bytes(render_junit([result], strict=strict))
     return paths
@@ -93,15 +105,17 @@ def category_rows(cases: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def terminal_summary(result: Mapping[str, Any], *, strict: bool, detail_chars: int = 110) -> str:
-    target = result["target"]
     certify = result["certify"]
     summary = certify["summary"]
     lines = [
-        f"wsmode certify: {target['name']} ({target['url']})",
-        f"  MUST {summary['must_passed']}/{summary['must_total']} passed, "
-        f"SHOULD {summary['should_passed']}/{summary['should_total']} passed"
-        + ("  [strict]" if strict else ""),
+        f"wsmode certify: {target_line(result)}",
+        f"  {counts_line(certify['cases'])}" + ("  [strict]" if strict else ""),
         "  " + "  ".join(f"{v}={n}" for v, n in summary["counts"].items() if n),
+    ]
+    stopped = stopped_line(result)
+    if stopped:
+        lines.append(f"  {stopped}")
+    lines += [
         "",
         f"  {'category':<26}{'cases':>6}{'MUST':>9}{'SHOULD':>9}{'MAY':>5}"
         f"{'FAIL':>6}{'N-S':>5}{'INFO':>6}{'UNIMP':>7}{'ERR':>5}",
@@ -113,10 +127,18 @@ def terminal_summary(result: Mapping[str, Any], *, strict: bool, detail_chars: i
             f"{row['may']:>5}{row['FAIL']:>6}{row['NON-STRICT']:>5}{row['INFORMATIONAL']:>6}"
             f"{row['UNIMPLEMENTED']:>7}{row['ERROR']:>5}"
         )
-    not_passed = [c for c in certify["cases"] if c["verdict"] != "PASS"]
+    causes = root_causes(certify["cases"])
+    if causes:
+        lines += ["", "  findings by root cause (cases: rule, finding):"]
+        for cause in causes[:12]:
+            message = cause.message.replace("\n", " ")
+            if len(message) > detail_chars:
+                message = message[: detail_chars - 1] + "…"
+            lines.append(f"  {len(cause.cases):>4}  [{cause.rule_id}] {message}")
+    not_passed = [c for c in certify["cases"] if c["verdict"] not in ("PASS", "UNIMPLEMENTED")]
     if not_passed:
         lines.append("")
-        for case in sorted(not_passed, key=lambda c: VERDICT_ORDER.index(c["verdict"])):
+        for case in reading_order(not_passed):
             detail = case["detail"].replace("\n", " ")
             if len(detail) > detail_chars:
                 detail = detail[: detail_chars - 1] + "…"
@@ -174,10 +196,15 @@ def render_html(result: Mapping[str, Any], *, strict: bool) -> str:
         + f" · profile {_e(result.get('profile') or '-')}"
         + (" · strict" if strict else "")
         + "</p>",
+        f"<p class=meta>{_e(target_line(result))}</p>",
         '<div class="boxes">',
-        f'<div class="box">MUST<b>{summary["must_passed"]}/{summary["must_total"]}</b></div>',
-        f'<div class="box">SHOULD<b>{summary["should_passed"]}/{summary["should_total"]}</b></div>',
     ]
+    for level in ("MUST", "SHOULD"):
+        count = level_count(cases, level)
+        na = f" ({count.not_applicable} n/a)" if count.not_applicable else ""
+        out.append(
+            f'<div class="box">{level} of those run{_e(na)}<b>{count.passed}/{count.run}</b></div>'
+        )
     for verdict, count in summary["counts"].items():
         out.append(f'<div class="box">{_verdict(verdict)}<b>{count}</b></div>')
     out.append("</div><h2>Categories</h2><table><tr><th>category</th><th>cases</th>")
@@ -192,7 +219,13 @@ def render_html(result: Mapping[str, Any], *, strict: bool) -> str:
             + "".join(f"<td class=n>{row[v] or ''}</td>" for v in VERDICTS)
             + "</tr>"
         )
-    out.append("</table><h2>Cases</h2><table><tr><th>id</th><th>level</th><th>verdict</th>")
+    out.append("</table>")
+    stopped = stopped_line(result)
+    if stopped:
+        out.append(f"<p><b>{_e(stopped)}</b></p>")
+    out.append(_causes_table(root_causes(cases)))
+    cases = reading_order(cases)
+    out.append("<h2>Cases</h2><table><tr><th>id</th><th>level</th><th>verdict</th>")
     out.append("<th>expectation</th><th>ms</th><th>rules</th><th>detail</th></tr>")
     for case in cases:
         duration = case.get("duration_ms")
@@ -206,13 +239,29 @@ def render_html(result: Mapping[str, Any], *, strict: bool) -> str:
         )
     out.append("</table><h2>Wire logs</h2>")
     out.append(
-        "<p class=meta>Every frame of every case: time since the case started, connection, "
+        "<p class=meta>The frames of every case (full for FAIL and ERROR, delta runs collapsed "
+        "elsewhere unless --full-wire-log): time since the case started, connection, "
         "direction (→ sent by the harness, ← received from the target, · harness note).</p>"
     )
     for case in cases:
         out.append(_case_section(case))
     out.append("</html>\n")
     return "\n".join(out)
+
+
+def _causes_table(causes: list[RootCause]) -> str:
+    if not causes:
+        return ""
+    rows = ["<h2>Findings by root cause</h2><table><tr><th>cases</th><th>rule</th>"]
+    rows.append("<th>level</th><th>finding</th><th>in</th></tr>")
+    for cause in causes:
+        links = " ".join(f"<a href='#{_anchor(c)}'><code>{_e(c)}</code></a>" for c in cause.cases)
+        rows.append(
+            f"<tr><td class=n>{len(cause.cases)}</td><td><code>{_e(cause.rule_id)}</code></td>"
+            f"<td>{_e(cause.level)}</td><td>{_e(cause.message)}</td><td>{links}</td></tr>"
+        )
+    rows.append("</table>")
+    return "\n".join(rows)
 
 
 def _case_section(case: Mapping[str, Any]) -> str:
@@ -237,7 +286,9 @@ def _case_section(case: Mapping[str, Any]) -> str:
             )
         parts.append("</table>")
     log = case.get("wire_log") or []
-    if log:
+    if log and case["verdict"] == "PASS":
+        parts.append(f"<p class=meta>{len(log)} wire-log rows in report.json (a passing case).</p>")
+    elif log:
         arrows = {"send": "→", "recv": "←", "meta": "·"}
         parts.append(
             "<table class=wire><tr><th>t (ms)</th><th>conn</th><th>dir</th><th>kind</th>"
@@ -310,7 +361,7 @@ def render_junit(results: Sequence[Mapping[str, Any]], *, strict: bool) -> bytes
             elif verdict == "UNIMPLEMENTED":
                 ET.SubElement(element, "skipped", message=case["detail"] or "unimplemented")
             log = case.get("wire_log") or []
-            if log:
+            if log and verdict != "PASS":  # a passing case's frames are in report.json
                 ET.SubElement(element, "system-out").text = format_entries(log)
     ET.indent(suites)
     return bytes(ET.tostring(suites, encoding="utf-8", xml_declaration=True))

@@ -22,6 +22,7 @@ HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
     "transport.error": ("MUST", "the target is reachable and speaks WebSocket/HTTP"),
     "case.timeout": ("MUST", "the case finishes within its time budget"),
     "case.expectation": ("MUST", "the case's stated expectation holds"),
+    "transport.stopped": ("MUST", "the target keeps answering for the whole run"),
     # handshake (PROTOCOL.md §1)
     "handshake.upgrade": ("MUST", "a bearer-authenticated upgrade gets 101"),
     "handshake.subprotocol": ("MUST", "no subprotocol is required, none is selected"),
@@ -147,6 +148,20 @@ HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
     "sdk.accumulate": ("MUST", "openai-python's stream accumulator accepts the stream"),
     "sdk.event_model": ("MUST", "every known event validates against the SDK's event model"),
     "sdk.final_matches": ("SHOULD", "the SDK's final response has the text the stream carried"),
+    # certifying third-party servers (issue 11)
+    "generate_false.in_progress": (
+        "SHOULD",
+        "a warm-up streams response.in_progress between created and completed (inferred, §2.1)",
+    ),
+    "request.store_echo": ("MUST", "the Response object echoes the request's store"),
+    "request.error_mid_session": (
+        "MUST",
+        "a bad client frame after a completed turn gets an error event; the socket stays usable",
+    ),
+    "session.codex": (
+        "MUST",
+        "a codex-style session (warm-up, then a continuation with new items only) works",
+    ),
 }
 
 

@@ -4,16 +4,20 @@ A case that needs a capability the profile does not declare is UNIMPLEMENTED, ne
 profile is strict: an unknown key is an error, so a typo never silently disables a case.
 
     name = "reference"                 # shown in reports; the results directory is its slug
-    model = "gpt-5-mini"               # the model every request names
+    model = "gpt-5-mini"               # the model every request names (`--model` overrides)
+    upstream = "wsmode serve 0.3"      # free text: what the target forwards to (a gateway's
+                                       # upstream), shown in the report beside the target
 
     [target]
     ws_url = "wss://host/v1/responses" # or "embedded": start the reference server in-process
     http_url = "https://host/v1"       # optional: HTTP/SSE parity cases (embedded: derived)
     lifetime_url = ""                  # optional: an endpoint with a short declared lifetime
-    api_key = ""                       # a literal key, or
-    api_key_env = "OPENAI_API_KEY"     # the environment variable holding it
+    api_key = ""                       # a literal key to send as the bearer, or
+    api_key_env = "OPENAI_API_KEY"     # the environment variable holding it (sending a key
+                                       # claims nothing: see capabilities.auth)
 
     [capabilities]                     # each false unless declared
+    auth = true                        # the target refuses a missing or wrong key (auth cases)
     store = true                       # store=true persistence and hydration
     reasoning = true                   # reasoning items (reasoning.effort / summary)
     lanes = true                       # stream_id lanes
@@ -50,6 +54,7 @@ from harness.errors import WsmodeError
 
 EMBEDDED = "embedded"
 CAPABILITIES: Final = (
+    "auth",
     "store",
     "reasoning",
     "lanes",
@@ -81,7 +86,7 @@ _SECTIONS: Final[dict[str, dict[str, type | tuple[type, ...]]]] = {
     "timeouts": {"event_s": (int, float), "case_s": (int, float)},
     "embedded": {"server_profile": str},
 }
-_TOP: Final[dict[str, type]] = {"name": str, "description": str, "model": str}
+_TOP: Final[dict[str, type]] = {"name": str, "description": str, "model": str, "upstream": str}
 
 
 class TargetProfileError(WsmodeError, ValueError):
@@ -93,6 +98,7 @@ class TargetProfile:
     name: str = "target"
     description: str = ""
     model: str = "gpt-5-mini"
+    upstream: str = ""  # free text: what a gateway forwards to
     ws_url: str = ""
     http_url: str = ""
     lifetime_url: str = ""
@@ -117,12 +123,15 @@ class TargetProfile:
 
     def missing(self, requirement: str) -> str | None:
         """Why this target cannot run a case needing `requirement`; None when it can."""
+        if requirement == "auth" and not self.has("auth"):
+            return (
+                "capability 'auth' not declared in the target profile (a key only sends the "
+                "bearer; declare [capabilities] auth = true or pass --auth to run the auth cases)"
+            )
         if requirement in CAPABILITIES:
             if self.has(requirement):
                 return None
             return f"capability '{requirement}' not declared in the target profile"
-        if requirement == "auth":
-            return None if self.api_key else "no API key declared: auth cases need one"
         if requirement == "http":
             return None if self.http_url else "no HTTP endpoint declared (http_url)"
         if requirement == "lifetime":
@@ -157,9 +166,11 @@ class TargetProfile:
         return {
             "profile_source": self.source,
             "model": self.model,
+            "upstream": self.upstream,
             "capabilities": sorted(self.capabilities),
             "http": bool(self.http_url),
-            "auth": bool(self.api_key),
+            "auth": self.has("auth"),
+            "sends_key": bool(self.api_key),
             "cache_depth": self.cache_depth,
             "cache_max_bytes": self.cache_max_bytes,
             "lifetime_s": self.lifetime_s,

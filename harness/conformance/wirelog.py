@@ -8,10 +8,11 @@ logged. Times are milliseconds since the case started, taken where the transport
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from harness.transport.events import (
     HttpStatusError,
@@ -24,6 +25,7 @@ from harness.transport.ws import BETA_HEADER, WsClient
 
 Direction = Literal["send", "recv", "meta"]
 DEFAULT_MAX_CHARS = 4096
+FULL_MAX_CHARS = 1 << 20  # --full-wire-log: frames kept whole up to 1 MiB
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +49,71 @@ class WireEntry:
 
 
 def clip(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters in the middle, saying how much is gone."""
     if len(text) <= limit:
         return text
-    return text[:limit] + f"… [{len(text) - limit} more characters]"
+    head = max(limit * 2 // 3, 1)
+    tail = max(limit - head, 0)
+    gone = len(text) - head - tail
+    return f"{text[:head]}…[{gone} of {len(text)} characters elided]…{text[len(text) - tail :]}"
+
+
+# Members a finding quotes: never elided inside, whatever their size.
+PROTECTED_KEYS: Final = frozenset(
+    {"usage", "status", "error", "incomplete_details", "id", "type", "code", "sequence_number"}
+)
+LONG_FIELD_CHARS: Final = 240  # a longer string member is elided in the middle
+LIST_KEEP: Final = 4  # a long list keeps its first and last LIST_KEEP // 2 ... items
+
+
+def _elide_strings(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return clip(value, limit)
+    if isinstance(value, list):
+        return [_elide_strings(v, limit) for v in value]
+    if isinstance(value, dict):
+        return {k: v if k in PROTECTED_KEYS else _elide_strings(v, limit) for k, v in value.items()}
+    return value
+
+
+def _elide_lists(value: Any) -> Any:
+    if isinstance(value, list):
+        items = [_elide_lists(v) for v in value]
+        if len(items) <= LIST_KEEP + 1:
+            return items
+        keep = LIST_KEEP // 2
+        marker = f"…[{len(items) - 2 * keep} of {len(items)} items elided]…"
+        return [*items[:keep], marker, *items[-keep:]]
+    if isinstance(value, dict):
+        return {k: v if k in PROTECTED_KEYS else _elide_lists(v) for k, v in value.items()}
+    return value
+
+
+def shorten_json(text: str, limit: int) -> str:
+    """A JSON frame longer than `limit`, shortened without cutting what findings quote: long
+    string members are elided in the middle (their length shown), then long lists, never
+    inside `usage`, `status`, `error` and the other PROTECTED_KEYS. Non-JSON is clipped."""
+    if len(text) <= limit:
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return clip(text, limit)
+    shortened = json.dumps(_elide_strings(value, LONG_FIELD_CHARS), ensure_ascii=False)
+    if len(shortened) > limit:
+        shortened = json.dumps(_elide_lists(json.loads(shortened)), ensure_ascii=False)
+    return shortened
+
+
+def identity_headers(headers: Mapping[str, str]) -> str:
+    """The reply headers that name the server and its version (`Server`, `x-...-version`), one
+    per line with a leading newline, for the HTTP rows of the wire log; "" when none."""
+    shown = [
+        f"{k}: {v}"
+        for k, v in headers.items()
+        if k.lower() == "server" or (k.lower().startswith("x-") and k.lower().endswith("version"))
+    ]
+    return "".join("\n" + line for line in shown)
 
 
 def printable(data: str | bytes, limit: int) -> str:
@@ -57,7 +121,85 @@ def printable(data: str | bytes, limit: int) -> str:
         shown = data[: limit // 2]
         more = f"… [{len(data) - len(shown)} more bytes]" if len(data) > len(shown) else ""
         return "0x" + shown.hex() + more
-    return clip(data, limit)
+    return shorten_json(data, limit)
+
+
+# -- collapsing delta runs ----------------------------------------------------------------------
+def _delta_of(entry: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(event type, delta text) of a received `*.delta` text frame, else None."""
+    if entry.get("kind") != "text" or entry.get("dir") != "recv":
+        return None
+    data = str(entry.get("data", ""))
+    if '.delta"' not in data:
+        return None
+    try:
+        event = json.loads(data)
+    except ValueError:
+        return None
+    kind = event.get("type") if isinstance(event, dict) else None
+    if not isinstance(kind, str) or not kind.endswith(".delta"):
+        return None
+    delta = event.get("delta")
+    return kind, delta if isinstance(delta, str) else json.dumps(delta)
+
+
+def collapse_deltas(
+    entries: list[dict[str, Any]], *, min_run: int = 4, text_limit: int = DEFAULT_MAX_CHARS
+) -> list[dict[str, Any]]:
+    """Runs of `min_run` or more deltas of one type on one connection become three rows: the
+    first frame, one `deltas` row (count, bytes, the concatenated text) and the last frame."""
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(entries):
+        first = _delta_of(entries[i])
+        j = i + 1
+        while (
+            first is not None
+            and j < len(entries)
+            and entries[j].get("conn") == entries[i].get("conn")
+            and (_delta_of(entries[j]) or ("",))[0] == first[0]
+        ):
+            j += 1
+        if first is None or j - i < min_run:
+            out.append(entries[i])
+            i += 1
+            continue
+        run = entries[i:j]
+        text = "".join((_delta_of(e) or ("", ""))[1] for e in run)
+        middle = run[1:-1]
+        out.append(run[0])
+        out.append(
+            {
+                "t_ms": middle[0]["t_ms"],
+                "conn": run[0].get("conn", ""),
+                "dir": "recv",
+                "kind": "deltas",
+                "bytes": sum(int(e.get("bytes", 0)) for e in middle),
+                "data": f"{len(middle)} × {first[0]} collapsed "
+                f"({middle[0]['t_ms']:.3f}–{middle[-1]['t_ms']:.3f} ms); the run's text: "
+                + json.dumps(clip(text, text_limit), ensure_ascii=False),
+            }
+        )
+        out.append(run[-1])
+        i = j
+    return out
+
+
+def keep_ends(entries: list[dict[str, Any]], head: int, tail: int) -> list[dict[str, Any]]:
+    """The first `head` and last `tail` rows, one `elided` row between saying how many."""
+    if len(entries) <= head + tail + 1:
+        return entries
+    gone = entries[head:-tail]
+    marker = {
+        "t_ms": gone[0]["t_ms"],
+        "conn": "",
+        "dir": "meta",
+        "kind": "elided",
+        "bytes": sum(int(e.get("bytes", 0)) for e in gone),
+        "data": f"{len(gone)} rows elided ({gone[0]['t_ms']:.3f}–{gone[-1]['t_ms']:.3f} ms): "
+        "a case that did not fail keeps its first and last rows (--full-wire-log keeps all)",
+    }
+    return [*entries[:head], marker, *entries[-tail:]]
 
 
 class WireLog:
@@ -117,6 +259,7 @@ class RecordingWsClient(WsClient):
         super().__init__(connection)
         self.log = log if log is not None else WireLog()
         self.label = label
+        self._close_logged = False
 
     @classmethod
     async def open(
@@ -166,11 +309,17 @@ class RecordingWsClient(WsClient):
         kind = "binary" if isinstance(data, bytes) else "text"
         self.log.add(self.label, "send" if direction == "send" else "recv", kind, data, at_ns=at_ns)
 
+    def _log_close(self, text: str) -> None:
+        """Log the peer's close once, however it was noticed (recv, wait_closed, close)."""
+        if not self._close_logged:
+            self._close_logged = True
+            self.log.add(self.label, "recv", "close", text, size=0)
+
     async def recv(self, timeout_s: float) -> TimedEvent:
         try:
             return await super().recv(timeout_s)
         except TargetClosed as exc:
-            self.log.add(self.label, "recv", "close", f"code {exc.code} {exc.reason!r}", size=0)
+            self._log_close(f"code {exc.code} {exc.reason!r}")
             raise
         except TargetTimeout:
             self.log.add(self.label, "meta", "timeout", f"no frame within {timeout_s:g} s", size=0)
@@ -184,7 +333,7 @@ class RecordingWsClient(WsClient):
                 self.label, "meta", "timeout", f"not closed within {timeout_s:g} s", size=0
             )
             raise
-        self.log.add(self.label, "recv", "close", f"code {code} {reason!r}", size=0)
+        self._log_close(f"code {code} {reason!r}")
         return code, reason
 
     async def ping(self, timeout_s: float) -> float:
@@ -198,13 +347,12 @@ class RecordingWsClient(WsClient):
         return rtt
 
     async def close(self) -> None:
-        if not self.is_open:
-            return
-        self.log.add(self.label, "send", "close", "code 1000", size=0)
-        await super().close()
+        if self.is_open:
+            self.log.add(self.label, "send", "close", "code 1000", size=0)
+            await super().close()
         received = self.close_received
         shown = f"code {received[0]} {received[1]!r}" if received else "no close frame received"
-        self.log.add(self.label, "recv", "close", shown, size=0)
+        self._log_close(shown)
 
     @property
     def close_received(self) -> tuple[int, str] | None:

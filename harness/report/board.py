@@ -167,10 +167,7 @@ def build_rows(runs: Sequence[Run], *, seed: int = 0) -> list[Row]:
             row.speedup_spread = _spread(run_speedups, row.speedup[0] if row.speedup else 0.0)
         latest = row.latest_certify
         if latest is not None:
-            s = latest.result["certify"]["summary"]
-            row.conformance = {k: s[k] for k in ("must_passed", "must_total")} | {
-                k: s[k] for k in ("should_passed", "should_total")
-            }
+            row.conformance = _conformance_counts(latest.result)
 
     ranked = sorted(
         (r for r in rows.values() if r.ttft_p50 is not None),
@@ -180,6 +177,21 @@ def build_rows(runs: Sequence[Run], *, seed: int = 0) -> list[Row]:
         r.rank = i
     unranked = sorted((r for r in rows.values() if r.ttft_p50 is None), key=lambda r: r.target)
     return ranked + unranked
+
+
+def _conformance_counts(result: Mapping[str, Any]) -> dict[str, Any]:
+    """MUST/SHOULD passed of the cases run (UNIMPLEMENTED ones were not applicable) and the
+    declared upstream, so a gateway's row says what stood behind it."""
+    summary = result["certify"]["summary"]
+    cases = result["certify"]["cases"]
+    counts: dict[str, Any] = {"upstream": str(result.get("config", {}).get("upstream") or "")}
+    for level in ("must", "should"):
+        skipped = sum(
+            1 for c in cases if c["level"] == level.upper() and c["verdict"] == "UNIMPLEMENTED"
+        )
+        counts[f"{level}_passed"] = summary[f"{level}_passed"]
+        counts[f"{level}_total"] = summary[f"{level}_total"] - skipped
+    return counts
 
 
 def _single_comparison_ci(runs: Sequence[Run]) -> tuple[float, float] | None:
@@ -219,10 +231,11 @@ def _conformance(row: Row) -> str:
     c = row.conformance
     if c is None:
         return "—"
-    return (
+    text = (
         f"MUST {c['must_passed']}/{c['must_total']} · SHOULD {c['should_passed']}/"
-        f"{c['should_total']}"
+        f"{c['should_total']} run"
     )
+    return text + (f" (upstream: {c['upstream']})" if c.get("upstream") else "")
 
 
 def _environment_notes(runs: Sequence[Run]) -> list[str]:
@@ -288,7 +301,8 @@ def render_html(rows: Sequence[Row], runs: Sequence[Run], *, title: str) -> str:
         f'<p class="sub">Ranked by time to first token, median, in <code>{RANK_MODE}</code> mode. '
         "Values in parentheses are the min–max across repeat runs; the speedup is the median "
         f"per-rollout end-to-end ratio {SPEEDUP_BASELINE}/{RANK_MODE} with a bootstrap 95% "
-        "interval. Conformance is the latest certify run: MUST and SHOULD cases passed.</p>",
+        "interval. Conformance is the latest certify run: MUST and SHOULD cases passed of those "
+        "run (not-applicable cases left out).</p>",
     ]
     out += [f'<p class="note">{escape(n)}</p>' for n in _environment_notes(runs)]
     if any(r.ttft_legacy for r in rows):

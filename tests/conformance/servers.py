@@ -18,7 +18,42 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from harness.protocol.events import response_object
 
-MODES = ("ok", "stall", "garbage", "close", "binary", "usage-in-created", "no-answer")
+MODES = (
+    "ok",
+    "stall",
+    "garbage",
+    "close",
+    "binary",
+    "usage-in-created",
+    "no-answer",  # a black hole: accepts the upgrade, never answers
+    "gateway",  # behaves like the gateways certified in issue 11 (see `gateway_events`)
+    "swallow-errors",  # answers good creates, stays silent where an error event is due
+    "slow",  # conformant, but each event takes SLOW_EVENT_S
+)
+SLOW_EVENT_S = 0.3
+
+
+def gateway_events(events: list[dict[str, Any]], frame: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the two gateways did that the cases must not call a FAIL: no `metadata` (nor
+    `instructions`) echoed, a warm-up without response.in_progress, deltas without `logprobs`
+    (an SDK event-model finding the SDK's accumulator does not mind)."""
+    shaped: list[dict[str, Any]] = []
+    for event in events:
+        event = dict(event)
+        if isinstance(event.get("response"), dict):
+            event["response"] = {
+                k: v for k, v in event["response"].items() if k not in ("metadata", "instructions")
+            }
+        if event["type"] in ("response.output_text.delta", "response.output_text.done"):
+            event.pop("logprobs", None)
+        shaped.append(event)
+    if frame.get("generate") is False:
+        created, completed = shaped[0], shaped[-1]
+        completed["response"] = {**completed["response"], "output": []}
+        shaped = [created, completed]
+    for seq, event in enumerate(shaped):
+        event["sequence_number"] = seq
+    return shaped
 
 
 def canned_events(response_id: str, text: str = "Hello there.") -> list[dict[str, Any]]:
@@ -68,22 +103,33 @@ class CannedServer:
         return f"ws://127.0.0.1:{self.port}/v1/responses"
 
     async def handler(self, ws: ServerConnection) -> None:
+        silent = self.mode == "swallow-errors"
         async for message in ws:
             try:
                 frame = json.loads(message)
             except ValueError:
-                await ws.send(json.dumps({"type": "error", "status": 400, "error": _err("bad")}))
+                if not silent:
+                    error = {"type": "error", "status": 400, "error": _err("bad")}
+                    await ws.send(json.dumps(error))
                 continue
             if frame.get("type") != "response.create":
-                await ws.send(json.dumps({"type": "error", "status": 400, "error": _err("type")}))
+                if not silent:
+                    error = {"type": "error", "status": 400, "error": _err("type")}
+                    await ws.send(json.dumps(error))
                 continue
+            if silent and frame.get("previous_response_id"):
+                continue  # the upstream's previous_response_not_found, swallowed
             self.counter += 1
             events = canned_events(f"resp_canned{self.counter}")
+            if self.mode == "gateway":
+                events = gateway_events(events, frame)
             if self.mode == "usage-in-created":
                 events[0]["response"] = {**events[0]["response"], "usage": {"total_tokens": 0}}
             if self.mode == "no-answer":
                 continue
             for index, event in enumerate(events):
+                if self.mode == "slow":
+                    await asyncio.sleep(SLOW_EVENT_S)
                 if index == 2 and self.mode == "stall":
                     await asyncio.sleep(3600)
                 if index == 2 and self.mode == "garbage":

@@ -18,11 +18,30 @@ CASES = ("1.handshake.upgrade", "3.3.order.seq-from-zero", "3.3.lifecycle.text",
 FAST = ("--event-timeout", "0.5", "--case-timeout", "10")
 
 
+@pytest.mark.parametrize("mode", ["stall", "no-answer"])
+def test_a_stalled_target_is_probed_and_the_rest_not_run(suites: Any, mode: str) -> None:
+    with running(mode) as server:
+        run = suites("--target", server.url, "-k", SELECTION, *FAST)
+    assert run.returncode == 1, run.output
+    cases = run.cases()
+    assert set(cases) == set(CASES), "every selected case has a verdict, run or not"
+    assert all(case["verdict"] == "FAIL" for case in cases.values())
+    first = cases[CASES[0]]  # the first case stalls; the liveness probe finds no answer
+    assert "transport.stall" in first["rule_ids"] and not first.get("not_run")
+    assert any(e["conn"] == "probe" for e in first["wire_log"]), "the probe's frames are logged"
+    assert any("no frame within" in e["data"] for e in first["wire_log"])
+    for case_id in CASES[1:]:
+        assert cases[case_id]["not_run"] is True
+        assert cases[case_id]["rule_ids"][-1] == "transport.stopped"
+        assert f"after case {CASES[0]}" in cases[case_id]["detail"]
+    stopped = run.report()["certify"]["stopped"]
+    assert stopped["after"] == CASES[0] and stopped["not_run"] == len(CASES) - 1
+    assert f"target stopped answering after case {CASES[0]}; 3 cases not run" in run.output
+
+
 @pytest.mark.parametrize(
     ("mode", "rule", "evidence"),
     [
-        ("stall", "transport.stall", "no frame within"),
-        ("no-answer", "transport.stall", "no frame within"),
         ("garbage", "transport.garbage", "this is {not json"),
         ("close", "transport.closed", "code 1011"),
         ("binary", "transport.garbage", "0x0001"),

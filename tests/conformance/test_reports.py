@@ -75,10 +75,11 @@ def test_the_run_writes_three_files_and_json_is_a_valid_result(tmp_path: Path) -
     assert directory.parts[-3:-1] == ("certify", "alpha")
 
 
-def test_html_escapes_and_shows_every_frame() -> None:
+def test_html_escapes_and_shows_the_frames_of_every_case_that_did_not_pass() -> None:
     page = render_html(make_result("alpha", VERDICTS), strict=True)
     assert "&lt;script&gt;" in page and "<script>" not in page
-    assert page.count("<tr class=send>") == len(VERDICTS)
+    assert page.count("<tr class=send>") == len(VERDICTS) - 1  # a PASS case's are in the JSON
+    assert "wire-log rows in report.json (a passing case)" in page
     assert "why 3.b is FAIL" in page and "strict" in page
     assert "1.250" in page  # the arrival time, in ms
 
@@ -91,7 +92,7 @@ def test_junit_maps_verdicts(tmp_path: Path) -> None:
         assert suite is not None
         assert suite.get("tests") == "6" and suite.get("failures") == str(failures)
         assert suite.get("errors") == "1" and suite.get("skipped") == "1"
-        assert len(root.findall(".//testcase/system-out")) == 6
+        assert len(root.findall(".//testcase/system-out")) == 5  # not the PASS case
 
 
 def test_matrix_has_a_column_per_target() -> None:
@@ -104,7 +105,8 @@ def test_matrix_has_a_column_per_target() -> None:
     text = terminal_matrix([first, second])
     assert "3.a" in text and "3.b" in text  # rows where some target did not PASS
     summary = terminal_summary(first, strict=False)
-    assert "MUST 1/4 passed" in summary and "3.b" in summary
+    assert "MUST 1 of 3 run (1 not applicable), SHOULD 0 of 1 run" in summary
+    assert "3.b" in summary
 
 
 def test_certify_merge_renders_one_matrix(tmp_path: Path, capsys: Any) -> None:
@@ -136,6 +138,7 @@ def test_certify_arguments_become_pytest_arguments() -> None:
     argv = commands.pytest_arguments(
         parser.parse_args(["--target", "ws://h:1/v1/responses", "--api-key", "k", "-k", "ping"])
     )
-    assert argv[argv.index("--api-key") + 1] == "k" and argv[argv.index("-k") + 1] == "ping"
+    assert argv[argv.index("--api-key") + 1] == "k"
+    assert argv[argv.index("--wsmode-cases") + 1] == "ping" and "-k" not in argv
     bad = parser.parse_args(["--target", "ws://h:1/v1/responses", "--fault", "cache-fifo"])
     assert commands.main(bad) == 2

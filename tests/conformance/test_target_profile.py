@@ -134,3 +134,13 @@ def test_planning_pairs_targets_with_profiles() -> None:
         plan_targets(["embedded"], [one, two], [], [], default_profile=default)
     with pytest.raises(TargetProfileError, match="--api-key given 2 times for 3 targets"):
         plan_targets(["embedded"] * 3, [], [], ["a", "b"], default_profile=default)
+
+
+def test_sending_a_key_claims_nothing_auth_is_declared_apart() -> None:
+    keyed = parse_profile({"target": {"api_key": "k"}, "upstream": "vLLM 0.11 on a GPU"})
+    assert keyed.api_key == "k" and keyed.upstream == "vLLM 0.11 on a GPU"
+    assert "capability 'auth' not declared" in str(keyed.missing("auth"))
+    claimed = parse_profile({"capabilities": {"auth": True}})
+    assert claimed.missing("auth") is None and not claimed.api_key  # a refusal needs no key
+    assert claimed.describe()["auth"] is True and claimed.describe()["sends_key"] is False
+    assert keyed.describe()["upstream"] == "vLLM 0.11 on a GPU"

@@ -72,6 +72,7 @@ def test_rows_rank_by_ws_ttft_p50_with_spread_and_conformance(results_root: Path
         "must_total": 3,
         "should_passed": 1,
         "should_total": 2,
+        "upstream": "",
     }
     # the latest certify run of vendor-b counts, not the older one
     assert rows[0].conformance is not None and rows[0].conformance["must_passed"] == 2
@@ -248,8 +249,8 @@ def test_leaderboard_in_headless_chromium(results_root: Path, tmp_path: Path) ->
     spread = r" \(\d\.\d\d–\d\.\d\d\)"
     assert re.fullmatch(speedup_cell + spread, by_name["reference"][col["WS speedup (95% CI)"]])
     # the conformance score, merged from the certify results of the same target
-    assert by_name["reference"][col["Conformance"]] == "MUST 3/3 · SHOULD 1/2"
-    assert by_name["vendor-b"][col["Conformance"]] == "MUST 2/3 · SHOULD 1/2"
+    assert by_name["reference"][col["Conformance"]] == "MUST 3/3 · SHOULD 1/2 run"
+    assert by_name["vendor-b"][col["Conformance"]] == "MUST 2/3 · SHOULD 1/2 run"
     assert by_name["vendor-c"][col["Conformance"]] == "—"
     assert by_name["vendor-d"][col["TTFT p50"]] == "—"
     # links to the raw files and the environment
@@ -289,3 +290,19 @@ def test_board_never_pools_two_ttft_definitions(synth: Any, tmp_path: Path) -> N
     write_board([root], tmp_path / "board")
     html = (tmp_path / "board" / "index.html").read_text()
     assert "only schema-v1 results" in html and " †" in html
+
+
+def test_a_gateway_row_counts_cases_run_and_names_its_upstream(synth: Any, tmp_path: Path) -> None:
+    cases = dict(synth.cases)
+    cases["5.2.lanes.fifo"] = ("MUST", "UNIMPLEMENTED")  # not applicable: out of the count
+    result = synth.certify(cases, target="gateway")
+    result["config"]["upstream"] = "wsmode serve"
+    write_result(tmp_path / "results", result)
+    (row,) = build_rows(load_runs([tmp_path / "results"]))
+    musts = [v for level, v in cases.values() if level == "MUST"]
+    assert row.conformance is not None
+    assert row.conformance["must_total"] == len(musts) - 1
+    assert row.conformance["upstream"] == "wsmode serve"
+    board = tmp_path / "board"
+    write_board([tmp_path / "results"], board, title="t")
+    assert "(upstream: wsmode serve)" in (board / "leaderboard.md").read_text(encoding="utf-8")
