@@ -89,6 +89,7 @@ def wsmode_report(
     cached_tokens: int,
 ) -> dict[str, Any]:
     """The `wsmode` object of the terminal Response: where the turn's time went."""
+
     def since_arrival_ms(at: float | None) -> float | None:
         return round((at - received_at) * 1000, 3) if at is not None else None
 
