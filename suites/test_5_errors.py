@@ -10,8 +10,9 @@ from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, CaseExchange, Conn
 from harness.conformance.fifo import order_fields
-from harness.protocol.accumulator import RequestError, ResponseAccumulator
+from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.events import TERMINAL_TYPES
+from harness.protocol.stream import RequestError
 from harness.transport.events import TargetClosed, TargetTimeout
 
 NOT_FOUND = "previous_response_not_found"

@@ -30,15 +30,11 @@ from harness.conformance.sdk import SdkReport, check_stream
 from harness.conformance.target_profile import TargetProfile
 from harness.conformance.wirelog import DEFAULT_MAX_CHARS, RecordingWsClient, WireLog
 from harness.errors import WsmodeError
-from harness.protocol.accumulator import (
-    RequestError,
-    ResponseAccumulator,
-    StreamAccumulator,
-    Violation,
-)
+from harness.protocol.accumulator import ResponseAccumulator, Violation
 from harness.protocol.errors import ApiError
 from harness.protocol.events import TERMINAL_TYPES
 from harness.protocol.requests import create_event
+from harness.protocol.stream import RequestError, StreamAccumulator
 from harness.results.schema import utc_now_iso
 from harness.transport.events import (
     GarbageFrame,

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.protocol.accumulator import ResponseAccumulator, StreamAccumulator
+from harness.protocol.accumulator import ResponseAccumulator
+from harness.protocol.stream import StreamAccumulator
 from harness.protocol.stream_rules import Violation
 from harness.transport.sse_wire import SseParser, block_fields
 

@@ -4,7 +4,7 @@
 `state.py`, checks the invariants no single transition can see (sequence numbers, indices, ids,
 deltas adding up to the done text, usage), and rebuilds the output items as it goes, so a load
 client gets the final response and the function calls to answer from the same pass that checks
-them. `StreamAccumulator` splits a connection's events into responses (per lane).
+them. `stream.StreamAccumulator` splits a connection's events into responses (per lane).
 
 Violations are collected as `Violation(rule_id, message, sequence_number, count)`, one per cause
 per response (the first offending event's position, and how many events shared the cause), so an
@@ -15,7 +15,7 @@ INFO rule never raises: it reports, it does not judge).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,7 +26,6 @@ from harness.protocol.events import (
     RESPONSE_REQUIRED,
     STRICT_ITEM_TYPES,
     TERMINAL_TYPES,
-    Event,
     missing_fields,
 )
 from harness.protocol.items import part_text
@@ -636,21 +635,6 @@ def _part_target(item: _Item, event_type: str) -> tuple[str, list[_Part]] | None
     return None
 
 
-def _continues(active: ResponseAccumulator, event: Mapping[str, Any]) -> bool:
-    """Whether `event` belongs to the lane's running response rather than opening a new one.
-
-    A start event (created, queued) continues a response that has not started streaming yet:
-    `response.created` (status queued) -> `response.queued` -> `response.in_progress`, or
-    queued -> created, is one response (PROTOCOL.md §10). Anything else continues it."""
-    if event.get("type") not in ("response.created", "response.queued"):
-        return True
-    if active.phase not in (Phase.QUEUED, Phase.CREATED):
-        return False
-    response = event.get("response")
-    new_id = response.get("id") if isinstance(response, dict) else None
-    return active.response_id is None or new_id == active.response_id
-
-
 def is_nested_error(event: Mapping[str, Any]) -> bool:
     payload = event.get("error")
     return isinstance(payload, dict) and not missing_fields(payload, ERROR_PAYLOAD_REQUIRED)
@@ -659,96 +643,3 @@ def is_nested_error(event: Mapping[str, Any]) -> bool:
 def is_flat_error(event: Mapping[str, Any]) -> bool:
     """openai-node's flat mid-stream error: code, message, param at the top level (§10)."""
     return "error" not in event and isinstance(event.get("message"), str) and "code" in event
-
-
-@dataclass(slots=True)
-class RequestError:
-    """An `error` that belongs to no running response: the request was refused."""
-
-    error: ApiError
-    event: Event
-    stream_id: str | None
-
-
-class StreamAccumulator:
-    """Splits one connection's event stream into responses, per lane (`stream_id`).
-
-    Within a lane responses never interleave (PROTOCOL.md §5.2); a `response.created` while the
-    lane's previous response is unfinished is reported as `conn.no_interleave`, and an event
-    between a response's terminal and the next create as that response's
-    `lifecycle.after_terminal` (it still goes on to open a new response, which it cannot).
-    """
-
-    def __init__(
-        self,
-        *,
-        raise_on: type[ProtocolError] | None = None,
-        on_response: Callable[[ResponseAccumulator], None] | None = None,
-    ) -> None:
-        self.raise_on = raise_on
-        self.on_response = on_response
-        self.current: dict[str | None, ResponseAccumulator] = {}
-        self.finished: list[ResponseAccumulator] = []
-        self.ended: dict[str | None, ResponseAccumulator] = {}  # per lane, until the next create
-        self.request_errors: list[RequestError] = []
-        self.abandoned: list[ResponseAccumulator] = []  # cut off by the next response's start
-        self.violations: list[Violation] = []
-
-    def feed(self, event: Mapping[str, Any]) -> ResponseAccumulator | RequestError | None:
-        """Route one event; returns the response it belongs to, or the request error."""
-        stream_id = event.get("stream_id")
-        lane = stream_id if isinstance(stream_id, str) else None
-        active = self.current.get(lane)
-        event_type = event.get("type")
-        self._check_after_terminal(lane, event)
-        if event_type == "error" and (
-            active is None or not isinstance(event.get("sequence_number"), int)
-        ):
-            request_error = RequestError(ApiError.from_event(dict(event)), dict(event), lane)
-            if is_flat_error(event):
-                self._violate("event.flat_error", "error event with a flat {code, message}")
-            elif not is_nested_error(event):
-                self._violate(
-                    "error.shape", "error event without a nested {type, code, message, param}"
-                )
-            self.request_errors.append(request_error)
-            return request_error
-        if active is not None and not _continues(active, event):
-            self._violate(
-                "conn.no_interleave", f"{event_type} before the previous response's terminal"
-            )
-            self.abandoned.append(active)
-            active = None
-        if active is None:
-            active = ResponseAccumulator(raise_on=self.raise_on)
-            self.current[lane] = active
-        active.feed(event)
-        if active.phase is _DONE:
-            del self.current[lane]
-            self.ended[lane] = active
-            self.finished.append(active)
-            if self.on_response is not None:
-                self.on_response(active)
-        return active
-
-    def _check_after_terminal(self, lane: str | None, event: Mapping[str, Any]) -> None:
-        """A stray between a lane's terminal and its next create is the ended response's
-        `lifecycle.after_terminal` (a request-level error is not a stray)."""
-        ended = self.ended.get(lane)
-        event_type = event.get("type")
-        if ended is None:
-            return
-        if event_type in ("response.created", "response.queued"):
-            del self.ended[lane]
-        elif not (event_type == "error" and not isinstance(event.get("sequence_number"), int)):
-            ended.after_terminal(event)
-
-    def _violate(self, rule_id: str, message: str) -> None:
-        self.violations.append(Violation(rule_id, message))
-        if self.raise_on is not None:
-            raise self.raise_on(rule_id, message)
-
-    def all_violations(self) -> Iterator[Violation]:
-        yield from self.violations
-        for response in (*self.finished, *self.abandoned, *self.current.values()):
-            yield from response.violations

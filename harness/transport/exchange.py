@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.protocol.accumulator import RequestError, ResponseAccumulator, StreamAccumulator
+from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.errors import ApiError
 from harness.protocol.requests import create_event
 from harness.protocol.state import Phase
+from harness.protocol.stream import RequestError, StreamAccumulator
 from harness.protocol.timing_marks import (
     is_content_delta,
     is_first_token_candidate,

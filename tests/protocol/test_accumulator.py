@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from harness.protocol.accumulator import RULES, ResponseAccumulator, StreamAccumulator
+from harness.protocol.accumulator import RULES, ResponseAccumulator
 from harness.protocol.errors import RemoteProtocolError
+from harness.protocol.stream import StreamAccumulator
 
 from .conftest import full_stream
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from harness.protocol.accumulator import ResponseAccumulator, StreamAccumulator
+from harness.protocol.accumulator import ResponseAccumulator
+from harness.protocol.stream import StreamAccumulator
 
 from .conftest import full_stream
 

@@ -11,7 +11,7 @@ import pytest
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 
-from harness.protocol.accumulator import StreamAccumulator
+from harness.protocol.stream import StreamAccumulator
 from harness.transport import sockets, ws
 from harness.transport.events import FrameTooLarge, GarbageFrame, TargetClosed, TargetTimeout
 from harness.transport.exchange import read_until_done, ws_exchange
