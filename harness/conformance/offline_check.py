@@ -202,6 +202,13 @@ def _streams_of_records(
         if _is_wire_entry(record):
             _add_wire_entry(name, streams, record, line, where, prefix)
             continue
+        if record.get("kind") == "rollout":
+            raise UnreadableInput(
+                name,
+                line,
+                f"{where}: a wsmode-trace holds rollouts, not server events "
+                "(record with `wsmode record --events FILE` to judge what the server sent)",
+            )
         if not isinstance(record.get("type"), str):
             raise UnreadableInput(name, line, f"{where}: a JSON object without a 'type'")
         stream = streams.setdefault(prefix, Stream(prefix))

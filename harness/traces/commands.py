@@ -34,6 +34,11 @@ def register(subparsers: Any) -> None:
     record.add_argument("--listen", type=int, required=True, help="local port (0: pick one)")
     record.add_argument("--out", required=True, help="trace file to write (.jsonl or .jsonl.gz)")
     record.add_argument("--duration-s", type=float, help="stop after this many seconds")
+    record.add_argument(
+        "--events",
+        metavar="FILE",
+        help="also write every relayed server event (wire-log JSONL that `wsmode check` judges)",
+    )
     record.set_defaults(handler=_record)
 
     traces = subparsers.add_parser("traces", help="generate, validate or convert traces")

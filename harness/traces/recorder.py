@@ -362,11 +362,38 @@ class TraceLog:
 
 
 # -- the proxy -------------------------------------------------------------------------------------
+class EventLog:
+    """The server events the recorder relayed, as wire-log JSONL that `wsmode check` judges.
+
+    A trace keeps what a replay needs (inputs, outputs, timings), not the events themselves;
+    this file keeps those, one line per event: `{"dir": "recv", "kind": "text", "conn": ...,
+    "data": <the event's JSON text>}`, one `conn` per WebSocket or HTTP connection.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._file = self.path.open("w", encoding="utf-8")
+
+    def write(self, conn: str, data: str) -> None:
+        entry = {"dir": "recv", "kind": "text", "conn": conn, "data": data}
+        self._file.write(json.dumps(entry, ensure_ascii=True) + "\n")
+
+    def close(self) -> None:
+        self._file.close()
+
+
 class Recorder:
-    """Listen on 127.0.0.1:`port`; forward to `upstream`; record into `out`."""
+    """Listen on 127.0.0.1:`port`; forward to `upstream`; record into `out` (and the relayed
+    server events into `events`, when given)."""
 
     def __init__(
-        self, upstream: str, out: str | Path, *, port: int = 0, err: TextIO = sys.stderr
+        self,
+        upstream: str,
+        out: str | Path,
+        *,
+        port: int = 0,
+        err: TextIO = sys.stderr,
+        events: str | Path | None = None,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https", "ws", "wss") or not parts.netloc:
@@ -381,6 +408,12 @@ class Recorder:
         self._server: asyncio.Server | None = None
         self._ws_server: Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self.events = EventLog(events) if events is not None else None
+        self._connections = 0
+
+    def _connection_label(self, transport: str) -> str:
+        self._connections += 1
+        return f"{transport}-{self._connections}"
 
     @property
     def http_url(self) -> str:
@@ -426,6 +459,8 @@ class Recorder:
         await self.http.aclose()
         for builder in self.log.builders:
             builder.closed = True
+        if self.events is not None:
+            self.events.close()
         return self.log.write()
 
     # -- WebSocket ------------------------------------------------------------------------
@@ -467,6 +502,7 @@ class Recorder:
             return
         pending: list[Observed] = []
         current: list[RolloutBuilder] = []
+        label = self._connection_label("ws")
 
         async def client_to_upstream() -> None:
             async for message in client:
@@ -483,6 +519,8 @@ class Recorder:
             async for message in upstream:
                 now = time.perf_counter_ns()
                 await client.send(message)
+                if self.events is not None and isinstance(message, str):
+                    self.events.write(label, message)
                 if not isinstance(message, str) or not pending:
                     continue
                 try:
@@ -601,6 +639,7 @@ class Recorder:
             is_sse = "text/event-stream" in response.headers.get("content-type", "")
             sse = SseParser()
             raw = bytearray()
+            label = self._connection_label("http")
             async for chunk in response.aiter_bytes():
                 now = time.perf_counter_ns()
                 writer.write(conn.send(h11.Data(data=chunk)))
@@ -608,7 +647,11 @@ class Recorder:
                 if obs is None:
                     continue
                 if is_sse:
-                    _feed_sse(obs, sse.feed(chunk), now)
+                    payloads = sse.feed(chunk)
+                    if self.events is not None:
+                        for payload, _ in payloads:
+                            self.events.write(label, payload.decode("utf-8", "replace"))
+                    _feed_sse(obs, payloads, now)
                 else:
                     raw += chunk
             writer.write(conn.send(h11.EndOfMessage()))
@@ -645,11 +688,14 @@ async def record(
     *,
     duration_s: float | None = None,
     err: TextIO = sys.stderr,
+    events: str | None = None,
 ) -> int:
-    recorder = Recorder(upstream, out, port=port, err=err)
+    recorder = Recorder(upstream, out, port=port, err=err, events=events)
     try:
         await recorder.start()
     except OSError as exc:
+        if recorder.events is not None:
+            recorder.events.close()
         # asyncio wraps the bind error's text; the errno's own text is the clear part
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         err.write(f"wsmode record: cannot listen on 127.0.0.1:{port}: {reason}\n")
@@ -684,7 +730,15 @@ def main(args: Any) -> int:
         sys.stderr.write(f"wsmode record: --listen must be a port in 0-65535, got {args.listen}\n")
         return 2
     try:
-        return asyncio.run(record(args.upstream, args.listen, args.out, duration_s=args.duration_s))
+        return asyncio.run(
+            record(
+                args.upstream,
+                args.listen,
+                args.out,
+                duration_s=args.duration_s,
+                events=getattr(args, "events", None),
+            )
+        )
     except ValueError as exc:
         sys.stderr.write(f"wsmode record: {exc}\n")
         return 2

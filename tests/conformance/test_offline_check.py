@@ -89,3 +89,13 @@ def test_wire_log_entries_are_read_per_connection(tmp_path: Path) -> None:
 def test_recorded_cassette_is_read() -> None:
     path = RECORDED / "llm-openai-plugin" / "test_tools.yaml"
     assert main(["check", str(path)]) == 0
+
+
+def test_a_trace_file_is_told_apart_from_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(json.dumps({"kind": "rollout", "format": "wsmode-trace", "version": 1}) + "\n")
+    assert main(["check", str(trace)]) == 2
+    err = capsys.readouterr().err
+    assert "trace.jsonl:1" in err and "wsmode record --events" in err

@@ -191,3 +191,29 @@ def test_custom_tool_calls_are_recorded_as_function_calls(tmp_path: Path, chaine
     )
     assert rollout.turns[1].tool_wait_ms == 5.0
     assert rollout.meta["stateless_http"] is not chained
+
+
+def test_the_relayed_events_are_judged_by_wsmode_check(tmp_path: Path) -> None:
+    """`--events` keeps what the trace cannot: the server's events, one stream per connection."""
+    from harness.conformance.offline_check import check_file
+
+    rollout = smoke_rollouts()[0]
+    out, events = tmp_path / "recorded.jsonl", tmp_path / "events.jsonl"
+
+    async def scenario(upstream: str) -> None:
+        recorder = Recorder(upstream, out, err=io.StringIO(), events=events)
+        await recorder.start()
+        ep = Endpoint(recorder.ws_url, recorder.http_url)
+        for mode in ("ws", "http"):
+            result = await replay_rollout(rollout, ep, ReplayOptions(mode=mode, time_scale=0.002))
+            assert result.ok, (mode, result.error)
+        await recorder.stop()
+
+    with reference_server(tmp_path / "d") as srv:
+        run(scenario(srv.http_url))
+    report = check_file(events)
+    turns = len(rollout.turns)
+    assert len(report.responses) == 2 * turns  # every turn of both modes, each judged
+    assert report.must_findings == 0
+    assert {r.stream.split("-")[0] for r in report.responses} == {"conn ws", "conn http"}
+    assert all(r.terminal == "response.completed" for r in report.responses)
