@@ -37,7 +37,9 @@ def _register_check(subparsers: Any) -> None:
         description=CHECK_DOC,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="recorded traffic to judge")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="recorded traffic to judge (or a directory of it)"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.set_defaults(handler=check_main)
 
@@ -56,11 +58,22 @@ shared the cause. Exit status: 0 clean, 1 on a MUST finding, 2 on unreadable inp
 
 def check_main(args: argparse.Namespace) -> int:
     import json
+    from collections import Counter
 
-    from harness.conformance.offline_check import UnreadableInput, check_file, render_text
+    from harness.conformance.offline_check import (
+        UnreadableInput,
+        check_file,
+        expand_inputs,
+        render_text,
+    )
 
+    try:
+        files = expand_inputs(list(args.files))
+    except UnreadableInput as exc:
+        print(f"wsmode check: {exc}", file=sys.stderr)
+        return 2
     reports, unreadable = [], []
-    for path in args.files:
+    for path in files:
         try:
             reports.append(check_file(path))
         except UnreadableInput as exc:
@@ -72,6 +85,9 @@ def check_main(args: argparse.Namespace) -> int:
     else:
         for report in reports:
             print("\n".join(render_text(report)))
+        verdicts = Counter(r.verdict for report in reports for r in report.responses)
+        tally = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+        print(f"wsmode check: {sum(verdicts.values())} responses in {len(reports)} files: {tally}")
     if unreadable:
         return 2
     return 1 if any(r.must_findings for r in reports) else 0

@@ -137,6 +137,24 @@ class FileReport:
 
 
 # -- reading ------------------------------------------------------------------------------------
+RECORDED_SUFFIXES = (".jsonl", ".json", ".txt", ".sse", ".yaml", ".yml")
+
+
+def expand_inputs(paths: list[str]) -> list[str]:
+    """Files as given; a directory stands for the recorded files below it, in name order."""
+    expanded: list[str] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            expanded.append(raw)
+            continue
+        found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in RECORDED_SUFFIXES)
+        if not found:
+            raise UnreadableInput(raw, None, f"no recorded files ({', '.join(RECORDED_SUFFIXES)})")
+        expanded.extend(str(p) for p in found)
+    return expanded
+
+
 def read_streams(path: str | Path) -> list[Stream]:
     """The streams in one file, whatever its form; UnreadableInput when it has none."""
     name = str(path)

@@ -99,3 +99,18 @@ def test_a_trace_file_is_told_apart_from_events(
     assert main(["check", str(trace)]) == 2
     err = capsys.readouterr().err
     assert "trace.jsonl:1" in err and "wsmode record --events" in err
+
+
+def test_a_directory_stands_for_the_recorded_files_below_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "captures" / "ws").mkdir(parents=True)
+    lines = "".join(json.dumps(e) + "\n" for e in _clean_events())
+    (tmp_path / "captures" / "a.jsonl").write_text(lines)
+    (tmp_path / "captures" / "ws" / "b.jsonl").write_text(lines)
+    (tmp_path / "captures" / "README.md").write_text("not traffic\n")
+    assert main(["check", str(tmp_path / "captures")]) == 0
+    assert capsys.readouterr().out.count(": PASS") == 2
+    (tmp_path / "empty").mkdir()
+    assert main(["check", str(tmp_path / "empty")]) == 2
+    assert "no recorded files" in capsys.readouterr().err
