@@ -30,9 +30,11 @@ def test_gateway_like_target_has_no_false_fails(suites: Any) -> None:
         assert cases[case_id]["verdict"] == "PASS", (case_id, cases[case_id]["detail"])
     fifo_notes = " ".join(cases["5.2.queue.fifo"]["notes"])
     assert "echo neither metadata nor instructions" in fifo_notes
-    # the SDK's model finding (deltas without logprobs) is judged by its own case only
-    assert cases["3.2.sdk.event-models"]["verdict"] == "FAIL"
-    assert any("sdk.event_model" in n for n in cases["3.3.sdk.accumulator-text"]["notes"])
+    # deltas without logprobs (as the gateways sent them): the SDK tolerates them, and the
+    # accumulator case notes the other findings, judged by their own cases, instead of failing
+    notes = cases["3.3.sdk.accumulator-text"]["notes"]
+    assert any("logprobs" in n and "tolerated" in n for n in notes), notes
+    assert any("event.legacy_fields" in n and "judged by its own case" in n for n in notes), notes
     warmup = cases["2.1.generate-false.warmup"]
     assert warmup["verdict"] == "NON-STRICT", warmup["detail"]
     assert warmup["findings"][0]["rule_id"] == "generate_false.in_progress"
