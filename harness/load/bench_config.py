@@ -21,6 +21,7 @@ from harness.bundled import BundledDataMissing, corpus_dir, real_corpus_dir
 from harness.load.embedded_server import DEFAULT_PROFILE
 from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S
 from harness.load.replay import MODES, Mode
+from harness.load.schedule import families, family_members
 from harness.traces.format import Rollout
 
 
@@ -196,8 +197,11 @@ def select_rollouts(rollouts: Sequence[Rollout], config: BenchConfig) -> list[Ro
 
 
 def replayed_rollouts(rollouts: Sequence[Rollout], config: BenchConfig) -> list[Rollout]:
-    """The selected rollouts `max_rollouts` lets through: the first ones."""
-    return list(rollouts[: config.max_rollouts] if config.max_rollouts else rollouts)
+    """The selected rollouts `max_rollouts` lets through: the first ones, a parent with its
+    sub-agents counting as one (they replay beside it, schedule.families)."""
+    roots, spawns = families(rollouts)
+    kept = roots[: config.max_rollouts] if config.max_rollouts else roots
+    return [member for root in kept for member in family_members(root, spawns)]
 
 
 def describe_subset(replayed: Sequence[Rollout], corpus_size: int, config: BenchConfig) -> str:

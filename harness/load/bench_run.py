@@ -38,7 +38,15 @@ from harness.load.embedded_server import EmbeddedServer
 from harness.load.gc_policy import load_gc
 from harness.load.liveness import TargetWatch
 from harness.load.replay import HttpClientPool, RolloutResult, TurnResult, replay_rollout
-from harness.load.schedule import closed_loop, interleaved, open_loop
+from harness.load.schedule import (
+    Spawn,
+    closed_loop,
+    families,
+    family_members,
+    interleaved,
+    open_loop,
+    run_with_spawns,
+)
 from harness.load.variants import (
     MAIN_SERVER,
     NOCACHE_VARIANT,
@@ -57,11 +65,32 @@ ReportWriter = Callable[[Mapping[str, Any], Path], Path]
 @dataclass(slots=True)
 class Replay:
     """One job of a schedule: a rollout in a variant. `turns` collects its turns as they end, so
-    a replay cut at the duration limit keeps the turns it finished."""
+    a replay cut at the duration limit keeps the turns it finished. `spawns` are the rollout's
+    sub-agents (same variant), started while it runs (schedule.run_with_spawns)."""
 
     rollout: Rollout
     variant: Variant
     turns: list[TurnResult] = field(default_factory=list)
+    spawns: tuple[Spawn[Replay], ...] = ()
+    finished: RolloutResult | None = None
+
+    def family(self) -> list[Replay]:
+        """This replay, then its sub-agents', depth first."""
+        out = [self]
+        for spawn in self.spawns:
+            out += spawn.job.family()
+        return out
+
+
+def make_replay(
+    rollout: Rollout, variant: Variant, spawns: Mapping[str, Sequence[Spawn[Rollout]]]
+) -> Replay:
+    """A job for `rollout` in `variant`, its sub-agents (in the same variant) hung off it."""
+    children = tuple(
+        Spawn(make_replay(s.job, variant, spawns), s.after_turn, s.offset_ms)
+        for s in spawns.get(rollout.id, ())
+    )
+    return Replay(rollout, variant, spawns=children)
 
 
 async def run_variants(
@@ -77,7 +106,10 @@ async def run_variants(
     HTTP variant before the first replay starts (building one stalls the event loop ~22 ms).
     """
     config = run.config
-    pairs = interleaved(run.rollouts, run.variants, repeats=config.repeats)
+    # a sub-agent runs beside its parent (a job of its own only if its parent is not in the run)
+    roots, spawns = families(run.rollouts)
+    pairs = interleaved(roots, run.variants, repeats=config.repeats)
+    widest = max(len(family_members(r, spawns)) for r in roots) if roots else 1
     own_pool = http_pool is None
     pool = http_pool if http_pool is not None else HttpClientPool()
     levels = config.sweep_levels if config.schedule == "sweep" else ()
@@ -88,62 +120,128 @@ async def run_variants(
                 variant.endpoint.for_mode(variant.mode),
                 variant.endpoint.api_key,
                 variant.options.turn_timeout_s,
-                min(slots, len(run.rollouts) * config.repeats),
+                min(slots * widest, len(run.rollouts) * config.repeats),
             )
 
     # one per target URL (shared with the warm-up): a dead target stops its rollouts
     watches = watches if watches is not None else {}
 
-    async def runner(job: Replay, intended_ns: int | None) -> RolloutResult:
+    async def replay_one(
+        job: Replay, intended_ns: int | None, turn_ended: Callable[[int], None]
+    ) -> RolloutResult:
         variant = job.variant
         url = variant.endpoint.for_mode(variant.mode)
-        return await replay_rollout(
+
+        def on_turn(turn: TurnResult) -> None:
+            job.turns.append(turn)
+            if turn.ok:
+                turn_ended(turn.turn_index)
+
+        job.finished = await replay_rollout(
             job.rollout,
             variant.endpoint,
             variant.options,
             name=variant.name,
             intended_start_ns=intended_ns,
             http_pool=pool,
-            on_turn=job.turns.append,
+            on_turn=on_turn,
             watch=watches.setdefault(url, TargetWatch()),
+        )
+        return job.finished
+
+    async def runner(job: Replay, intended_ns: int | None) -> list[RolloutResult]:
+        if not job.spawns:
+            return [await replay_one(job, intended_ns, lambda _: None)]
+
+        async def start(spawn: Spawn[Replay], ended_ns: int, at_ns: int) -> list[RolloutResult]:
+            delay_ms = (time.perf_counter_ns() - ended_ns) / 1e6
+            results = await runner(spawn.job, at_ns)
+            results[0].parent_rollout = job.rollout.id
+            results[0].spawn_delay_ms = delay_ms
+            return results
+
+        return await run_with_spawns(
+            lambda turn_ended: replay_one(job, intended_ns, turn_ended),
+            job.spawns,
+            start,
+            time_scale=job.variant.options.time_scale,
+            not_started=not_spawned,
         )
 
     try:
-        return await _schedule(run, pairs, runner, progress)
+        return await _schedule(run, pairs, spawns, runner, progress)
     finally:
         if own_pool:
             await pool.aclose()
 
 
+def not_spawned(spawn: Spawn[Replay], parent: RolloutResult) -> list[RolloutResult]:
+    """A sub-agent whose parent never ended the turn that spawns it: left out when the parent
+    stopped early by design (`max_turns`), a failed rollout when the parent failed."""
+    if parent.ok:
+        return []
+    error = f"not run: parent {parent.rollout_id} failed before turn {spawn.after_turn} ended"
+    results = []
+    for job in spawn.job.family():
+        name = job.variant.name
+        result = RolloutResult(job.rollout.id, name, job.variant.mode, ok=False, error=error)
+        result.turns.append(TurnResult(job.rollout.id, name, 0, False, error))
+        result.time_scale = job.variant.options.time_scale
+        results.append(result)
+    results[0].parent_rollout = parent.rollout_id
+    return results
+
+
 async def _schedule(
     run: BenchRun,
     pairs: list[tuple[Rollout, Variant]],
-    runner: Callable[[Replay, int | None], Awaitable[RolloutResult]],
+    spawns: Mapping[str, Sequence[Spawn[Rollout]]],
+    runner: Callable[[Replay, int | None], Awaitable[list[RolloutResult]]],
     progress: TextIO | None,
 ) -> list[RolloutResult]:
+    per_job = await _schedule_jobs(run, pairs, spawns, runner, progress)
+    return [result for results in per_job for result in results]
+
+
+async def _schedule_jobs(
+    run: BenchRun,
+    pairs: list[tuple[Rollout, Variant]],
+    spawns: Mapping[str, Sequence[Spawn[Rollout]]],
+    runner: Callable[[Replay, int | None], Awaitable[list[RolloutResult]]],
+    progress: TextIO | None,
+) -> list[list[RolloutResult]]:
+    """Each job is a rollout with its sub-agents; its results: the rollout's, then theirs."""
     config = run.config
     # pairs are interleaved (every variant per rollout), so a prefix of N x variants pairs
     # replays the first N rollouts in every variant
     variant_count = len({v.name for _, v in pairs})
     max_jobs = config.max_rollouts * variant_count if config.max_rollouts is not None else None
 
-    def on_done(jobs: Sequence[Replay]) -> Progress | None:
-        totals = Counter(j.variant.name for j in jobs[:max_jobs])
-        return Progress(totals, progress) if progress is not None else None
+    def on_done(jobs: Sequence[Replay]) -> Callable[[list[RolloutResult]], None] | None:
+        if progress is None:
+            return None
+        totals = Counter(m.variant.name for j in jobs[:max_jobs] for m in j.family())
+        show = Progress(totals, progress)
 
-    def cut(job: Replay) -> RolloutResult:
-        return cut_result(job, config.duration_s)
+        def each(results: list[RolloutResult]) -> None:
+            for result in results:
+                show(result)
+
+        return each
+
+    def cut(job: Replay) -> list[RolloutResult]:
+        return [m.finished or cut_result(m, config.duration_s) for m in job.family()]
 
     bounds: dict[str, Any] = {"duration_s": config.duration_s, "max_jobs": max_jobs, "cut": cut}
     if config.schedule == "sweep":
-        results: list[RolloutResult] = []
+        results: list[list[RolloutResult]] = []
         for level in config.sweep_levels:
-            jobs = [Replay(r, replace(v, name=f"{v.name}-c{level}")) for r, v in pairs]
+            jobs = [make_replay(r, replace(v, name=f"{v.name}-c{level}"), spawns) for r, v in pairs]
             results += await closed_loop(
                 jobs, runner, concurrency=level, on_done=on_done(jobs), **bounds
             )
         return results
-    jobs = [Replay(r, v) for r, v in pairs]
+    jobs = [make_replay(r, v, spawns) for r, v in pairs]
     if config.schedule == "open":
         return await open_loop(
             jobs,

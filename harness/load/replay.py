@@ -466,7 +466,12 @@ async def replay_rollout(
     origin_ns = intended_start_ns if intended_start_ns is not None else started_ns
     lag_ms = max(0.0, (started_ns - origin_ns) / 1e6)
     result = RolloutResult(
-        rollout.id, mode_name, options.mode, start_lag_ms=lag_ms, time_scale=options.time_scale
+        rollout.id,
+        mode_name,
+        options.mode,
+        start_lag_ms=lag_ms,
+        time_scale=options.time_scale,
+        started_ns=started_ns,
     )
     turns = rollout.turns[: options.max_turns] if options.max_turns else rollout.turns
     state = RolloutState(rollout, options)

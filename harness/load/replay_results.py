@@ -115,6 +115,9 @@ class RolloutResult:
     recorded_tool_ms: float = 0.0
     start_lag_ms: float = 0.0
     time_scale: float = 0.0
+    started_ns: int = 0  # perf_counter_ns at the actual start
+    parent_rollout: str | None = None  # a sub-agent: the rollout it ran beside
+    spawn_delay_ms: float | None = None  # a sub-agent: its start - its parent's turn end
 
     @property
     def e2e_ms(self) -> float:
@@ -158,6 +161,8 @@ class RolloutResult:
             "connect_ms": _r(self.connect_ms),
             "start_lag_ms": _r(self.start_lag_ms),
             "time_scale": self.time_scale,
+            "parent_rollout": self.parent_rollout,
+            "spawn_delay_ms": _r(self.spawn_delay_ms),
         }
 
 

@@ -18,7 +18,8 @@ the blocks the recorded ones shared. The mapping, request by request:
   ``TAIL_REWRITE_BLOCKS`` blocks: a compaction, an edit of history) cannot continue a
   ``previous_response_id`` chain: it starts a new rollout ``<id>-s2``, ... (``meta.continues``);
 * a sub-agent is its own rollout ``<id>-<agent_id>`` (``meta.parent_rollout``,
-  ``meta.spawned_after_turn``, ``meta.start_offset_ms``); the parent's next request waits
+  ``meta.spawned_after_turn``, ``meta.start_offset_ms`` in the session,
+  ``meta.start_after_turn_ms`` after that turn's recorded end); the parent's next request waits
   for it as recorded (its ``think_time`` spans the sub-agent's run).
 
 ``observed`` per turn: ``input_tokens`` = ``in``, ``output_tokens`` = ``out``,
@@ -362,6 +363,10 @@ def _subagent(
     child = parse_agent(entry, f"{parent.rollout_id}-{name}", shape.block, where)
     spawner = parent.requests[max(after, 0)].index
     parent_id, turn = turn_of.get(spawner, (parent.rollout_id, 0))
+    start_s = _number(entry, "t", where) or 0.0
+    spawner_end_s = parent.requests[max(after, 0)].t_s + (
+        parent.requests[max(after, 0)].api_time_s or 0.0
+    )
     models = entry.get("models")
     child_model = (
         models[0] if isinstance(models, list) and models and isinstance(models[0], str) else model
@@ -370,7 +375,9 @@ def _subagent(
         **meta,
         "parent_rollout": parent_id,
         "spawned_after_turn": turn,
-        "start_offset_ms": round((_number(entry, "t", where) or 0.0) * 1000.0, 1),
+        "start_offset_ms": round(start_s * 1000.0, 1),
+        # after the end of the parent's turn (its t + api_time): what a replay waits to start it
+        "start_after_turn_ms": round(max(0.0, start_s - spawner_end_s) * 1000.0, 1),
     }
     for key in ("subagent_type", "duration_ms", "status"):
         if entry.get(key) is not None:

@@ -63,6 +63,10 @@ def test_subagents_are_their_own_rollouts_and_the_parent_waits_as_recorded() -> 
         assert sub.meta["start_offset_ms"] == round(entry["t"] * 1000, 1)
         assert sub.model == entry["models"][0]
         after = sub.meta["spawned_after_turn"]
+        # the offset a replay waits: from the end (t + api_time) of the request that spawned it
+        spawner = [q for q in raw[: raw.index(entry)] if q["type"] != "subagent"][-1]
+        end_s = spawner["t"] + spawner["api_time"]
+        assert sub.meta["start_after_turn_ms"] == round((entry["t"] - end_s) * 1000, 1)
         # the parent's next request comes after the sub-agent's run
         assert parent.turns[after + 1].tool_wait_ms >= 0.9 * entry["duration_ms"] or (
             parent.turns[after + 1].observed.get("user_wait_ms", 0) >= 0.9 * entry["duration_ms"]
