@@ -15,7 +15,8 @@ import pytest
 from harness.load.replay import MODES, Endpoint, ReplayOptions, replay_rollout
 from harness.traces.convert import custom_call_arguments
 from harness.traces.format import OutputSpec, Rollout, input_message, load_traces
-from harness.traces.recorder import Observed, Recorder, TraceLog, new_items_of_stateless, record
+from harness.traces.recorded import Observed, TraceLog, new_items_of_stateless
+from harness.traces.recorder import Recorder, record
 from tests.load.replay_support import reference_server, run, smoke_rollouts
 
 
