@@ -124,7 +124,10 @@ class ResponseStore:
             self.path, check_same_thread=False, isolation_level=None, timeout=10.0
         )
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            # Switching to WAL takes a lock SQLite does not wait for; a WAL file stays WAL, so
+            # only a new file is switched (workers.py creates it before the workers start).
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA busy_timeout=10000")
             version = conn.execute("PRAGMA user_version").fetchone()[0]

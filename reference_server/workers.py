@@ -27,6 +27,7 @@ from types import FrameType
 
 from harness.errors import WsmodeError
 from reference_server.config import ServerConfig
+from reference_server.response_store import ResponseStore
 
 WORKER_START_TIMEOUT_S = 60.0
 # The platforms without SO_REUSEPORT (Windows) get a clear error instead of a half-bound port.
@@ -58,6 +59,12 @@ def run_workers(config: ServerConfig, serve: Serve) -> int:
         raise WorkersError("--workers needs SO_REUSEPORT, which this platform lacks")
     reserved = reserve_port(config.host, config.port)
     port = reserved.getsockname()[1]
+    # Create (or migrate) the store once, here: switching a new file to WAL takes a lock that
+    # SQLite does not wait for, so workers opening a fresh store together could fail with
+    # "database is locked". An existing WAL store opens without that lock.
+    ResponseStore(
+        config.store_path, retention_s=config.store_retention_s, max_bytes=config.store_max_bytes
+    ).close()
     context = multiprocessing.get_context("spawn")  # no forked event loop or SQLite handle
     workers: list[BaseProcess] = []
     readies: list[Connection] = []
