@@ -128,7 +128,10 @@ def analyse(
 def build_result(run: BenchRun) -> dict[str, Any]:
     """The validated results document of `run` (harness.results.schema, kind "bench")."""
     config = run.config
-    names = list(dict.fromkeys(r.mode for r in run.results))
+    # the variants' own order (not the order their results came in), so tables are stable
+    replayed = {r.mode for r in run.results}
+    names = [v.name for v in run.variants if v.name in replayed]
+    names += sorted(replayed - set(names))
     result = new_result(
         "bench",
         label=config.label,
