@@ -190,7 +190,7 @@ def serve_until_signalled(
     config: ServerConfig, on_listening: Callable[[], None] | None = None
 ) -> None:
     """Serve until SIGTERM/SIGINT; `on_listening` (a worker's) replaces the listening line."""
-    logs.configure(config.log_level, "json" if config.log_format == "json" else "text")
+    logs.configure(config.log_level, config.log_format)
     asyncio.run(_serve_until_signalled(config, on_listening))
 
 

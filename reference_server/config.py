@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.protocol.cache import CachePolicy
+from reference_server.logs import LogFormat
 
 API_KEY_ENV = "WSMODE_API_KEYS"  # comma-separated, as an alternative to --api-key
 
@@ -84,7 +85,7 @@ class ServerConfig:
     compression: bool = False  # offer permessage-deflate (codex asks for it; the SDK does not)
     # stderr log lines (logs.py); in the config so `--workers` processes log the same way
     log_level: str = "info"
-    log_format: str = "text"
+    log_format: LogFormat = "text"
     store_retention_s: float = 30 * 86400
     store_max_bytes: int | None = 1024**3  # payload bytes; over it the oldest records go first
     # The emitter checks every event it builds against the protocol's grammar (its accumulator):

@@ -189,6 +189,7 @@ def fast_decode(text: str | bytes) -> Any:
 
 def _fast_value_is_strict(value: Any, text: str | bytes, limits: JsonLimits) -> bool:
     """What msgspec does not check: depth, integer size, duplicate keys (by counting colons).
+    (Non-finite numbers it refuses itself, so they reach the strict parser, which names them.)
 
     In valid JSON every colon outside strings separates one key from its value, so the colons
     in the text are the keys plus the colons inside strings; a duplicate key leaves the parsed
@@ -217,8 +218,6 @@ def _fast_value_is_strict(value: Any, text: str | bytes, limits: JsonLimits) -> 
             stack.extend((child, depth + 1) for child in node)
         elif isinstance(node, int) and not -int_bound < node < int_bound:
             return False
-        elif isinstance(node, float) and not math.isfinite(node):
-            return False  # the strict parser names the parameter
     return colons == text.count(colon)  # type: ignore[arg-type]
 
 
