@@ -46,7 +46,7 @@ import hashlib
 import json
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from reference_server.argsynth import UnsatisfiableSchema, synthesize_arguments
@@ -103,9 +103,24 @@ REASONING_EFFORTS: Final[Mapping[str, int | None]] = {
 _REASONING_SIGMA: Final = 0.6
 
 _SEED_DOMAIN: Final = "wsmode-engine/v1"
+# What a turn's random streams derive from: the string, or a function computing it on demand.
+SeedMaterial = str | Callable[[], str]
 
 
 # -- the engine -------------------------------------------------------------------------------
+
+
+def _seeded_on_first_use(seed: Callable[[], random.Random]) -> Callable[[], random.Random]:
+    """`seed()` called once, when the stream is first asked for (functools.cache is slower
+    to set up than seeding is to skip)."""
+    made: list[random.Random] = []
+
+    def stream() -> random.Random:
+        if not made:
+            made.append(seed())
+        return made[0]
+
+    return stream
 
 
 class Engine:
@@ -115,16 +130,21 @@ class Engine:
         self.profile = profile
         self.seed = seed
 
-    def rng(self, seed_material: str, stream: str = "content") -> random.Random:
-        """A random stream derived from (engine seed, stream, seed material) with SHA-256."""
-        data = f"{_SEED_DOMAIN}\0{self.seed}\0{stream}\0{seed_material}"
+    def rng(self, seed_material: SeedMaterial, stream: str = "content") -> random.Random:
+        """A random stream derived from (engine seed, stream, seed material) with SHA-256.
+
+        The material may be given as a function that computes it: it is asked for only when a
+        stream is seeded, and a turn of a jitter-free profile with fixed text seeds none.
+        """
+        material = seed_material if isinstance(seed_material, str) else seed_material()
+        data = f"{_SEED_DOMAIN}\0{self.seed}\0{stream}\0{material}"
         digest = hashlib.sha256(data.encode("utf-8", "surrogatepass")).digest()
         return random.Random(int.from_bytes(digest[:16], "big"))
 
     def plan(
         self,
         *,
-        seed_material: str,
+        seed_material: SeedMaterial,
         input_tokens: int,
         cached_tokens: int = 0,
         tools: Sequence[Mapping[str, Any]] = (),
@@ -136,12 +156,13 @@ class Engine:
     ) -> GenerationPlan:
         """Plan one response. Raises :class:`PlanError` subclasses for client errors."""
         _check_counts(input_tokens, cached_tokens, max_output_tokens)
-        content = self.rng(seed_material, "content")
+        # Seeding a stream costs ~5 us: a script that needs no draws (fixed text) never pays it.
+        content = _seeded_on_first_use(lambda: self.rng(seed_material, "content"))
         if script is not None:
             items = scripted_items(script, content)
         else:
             items = self._generated_items(
-                content,
+                content(),
                 tools=tools,
                 tool_choice=tool_choice,
                 parallel_tool_calls=parallel_tool_calls,
@@ -168,19 +189,23 @@ class Engine:
     # HTTP twin differ only in what they are charged for).
 
     def _queue_and_prefill_s(
-        self, seed_material: str, input_tokens: int, cached_tokens: int
+        self, seed_material: SeedMaterial, input_tokens: int, cached_tokens: int
     ) -> tuple[float, float]:
         p = self.profile
-        timing = self.rng(seed_material, "timing")
+        # Without jitter every factor is 1.0: the stream would be seeded for nothing.
+        timing = self.rng(seed_material, "timing") if p.jitter_fraction else None
         queue_s = p.stage_cost_s("queue", 1, rng=timing)
         prefill_s = p.stage_cost_s(
             "prefill_uncached", input_tokens - cached_tokens, rng=timing
         ) + p.stage_cost_s("prefill_cached", cached_tokens, rng=timing)
         return queue_s, prefill_s
 
-    def _decode_rate(self, seed_material: str) -> tuple[float, bool]:
+    def _decode_rate(self, seed_material: SeedMaterial) -> tuple[float, bool]:
         """(tokens/s, burst): the profile's rate, or its burst rate on a burst draw, jittered."""
         p = self.profile
+        may_burst = p.burst_tokens_per_s is not None and p.burst_probability > 0
+        if not (may_burst or p.jitter_fraction):  # no draw could change the rate
+            return p.decode_tokens_per_s, False
         decode = self.rng(seed_material, "decode")
         burst = p.burst_tokens_per_s is not None and decode.random() < p.burst_probability
         base_rate = p.decode_tokens_per_s

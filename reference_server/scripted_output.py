@@ -6,7 +6,7 @@ Tools, ``tool_choice`` and ``reasoning_effort`` are not consulted; see :func:`va
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from reference_server.filler_text import exact_split, filler_pieces
@@ -87,20 +87,22 @@ def _require_count(spec: Mapping[str, Any], key: str, where: str) -> None:
 
 
 def scripted_items(
-    script: Sequence[Mapping[str, Any]], rng: random.Random
+    script: Sequence[Mapping[str, Any]], rng: Callable[[], random.Random]
 ) -> tuple[PlannedItem, ...]:
+    """The planned items of `script`; `rng()` gives the content stream, asked for only when a
+    spec needs draws (filler text, a seeded call id)."""
     validate_script(script)
     items: list[PlannedItem] = []
     for spec in script:
         kind = spec["type"]
         if kind == "message":
             if "tokens" in spec:
-                pieces = filler_pieces(spec["tokens"], rng)
+                pieces = filler_pieces(spec["tokens"], rng())
             else:
                 pieces = exact_split(spec.get("text", spec.get("refusal", "")))
             items.append(PlannedItem(kind="message", pieces=pieces, refusal="refusal" in spec))
         elif kind == "function_call":
-            call_id = spec["call_id"] if "call_id" in spec else seeded_call_id(rng)
+            call_id = spec["call_id"] if "call_id" in spec else seeded_call_id(rng())
             items.append(
                 PlannedItem(
                     kind="function_call",

@@ -18,7 +18,7 @@ from reference_server.cost_profiles import Profile, Stage
 
 
 class StageLog:
-    def __init__(self, profile: Profile, rng: random.Random) -> None:
+    def __init__(self, profile: Profile, rng: random.Random | None) -> None:
         self.profile = profile
         self.rng = rng
         self.real_ms: dict[str, float] = {}

@@ -27,16 +27,16 @@ from harness.protocol.cache import ResponseCache
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.requests import CreateRequest
 from reference_server.conversation import Conversation
-from reference_server.engine import GenerationPlan
+from reference_server.engine import GenerationPlan, SeedMaterial
 from reference_server.faults import EventFaults
 from reference_server.logs import log_refusal, log_response
 from reference_server.pipeline.checks import check_input
 from reference_server.pipeline.inference import (
     Decoded,
+    LazySeedMaterial,
     Status,
     decode,
     plan_response,
-    seed_material,
 )
 from reference_server.pipeline.outbox import Outbox, Send
 from reference_server.pipeline.post_inference import post_inference
@@ -96,8 +96,10 @@ class TurnRunner:
 
     async def run(self, request: CreateRequest, ctx: TurnContext, send: Send) -> TurnOutcome:
         """Run one response; raises RequestRefused for request-scoped errors."""
-        seed = seed_material(request)
-        stages = StageLog(self.services.profile, self.services.engine.rng(seed, "stages"))
+        seed, profile = LazySeedMaterial(request), self.services.profile
+        # jitter is the stage stream's only use: without it, seeding it would be wasted
+        jitter = self.services.engine.rng(seed, "stages") if profile.jitter_fraction else None
+        stages = StageLog(profile, jitter)
         kib = ctx.request_bytes / 1024  # frame + parse ran in the session (or HTTP handler)
         stages.charge("transfer", kib)
         stages.charge("parse", kib)
@@ -171,7 +173,12 @@ class TurnRunner:
 
     # -- the engine and the events --------------------------------------------------------
     async def _generate(
-        self, prepared: PreparedTurn, ctx: TurnContext, stages: StageLog, seed: str, send: Send
+        self,
+        prepared: PreparedTurn,
+        ctx: TurnContext,
+        stages: StageLog,
+        seed: SeedMaterial,
+        send: Send,
     ) -> TurnOutcome:
         request, services = prepared.request, self.services
         emitter = ResponseEmitter(

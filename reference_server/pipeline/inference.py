@@ -22,7 +22,7 @@ from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.events import Event
 from harness.protocol.requests import CreateRequest
 from reference_server.emission import TokenSchedule
-from reference_server.engine import Engine, GenerationPlan, PlanError, PlannedItem
+from reference_server.engine import Engine, GenerationPlan, PlanError, PlannedItem, SeedMaterial
 from reference_server.metrics import ServerMetrics
 from reference_server.pipeline.outbox import Outbox
 from reference_server.pipeline.refusals import RequestRefused
@@ -46,6 +46,21 @@ class _Schedule(TokenSchedule):
     max_tokens_per_delta: int = 1
 
 
+class LazySeedMaterial:
+    """`seed_material(request)`, computed the first time a random stream is seeded from it."""
+
+    __slots__ = ("_material", "_request")
+
+    def __init__(self, request: CreateRequest) -> None:
+        self._request = request
+        self._material: str | None = None
+
+    def __call__(self) -> str:
+        if self._material is None:
+            self._material = seed_material(self._request)
+        return self._material
+
+
 def seed_material(request: CreateRequest) -> str:
     """What seeds a turn's random draws (content, jitter, bursts), the same on every transport.
 
@@ -63,7 +78,7 @@ def plan_response(
     engine: Engine,
     request: CreateRequest,
     *,
-    seed_material: str,
+    seed_material: SeedMaterial,
     prompt_tokens: int,
     cached_tokens: int,
     output_limit_tokens: int,

@@ -2,12 +2,13 @@
 
 A response goes out in as few writes as its timing allows: each write costs a syscall and a
 wake-up of the reader (measured on loopback: ~0.1 ms each, more than building the events).
-Lifecycle events held before the first output ride with it; the first output event goes out
-at once (the client's TTFE mark), and so does the first content token (its TTFT mark, by the
-one definition of `harness.protocol.timing_marks`, stamped here as `first_token_at`); after it,
-events are held until the engine would wait (`flush()` before every sleep), the turn ends, or
-`MAX_HELD_EVENTS` pile up. Events are never merged or delayed past the moment the engine
-yields, so the decode schedule is unchanged.
+Events are held until the engine would wait (`flush()` before every sleep), the first content
+token is ready (the TTFT mark, by the one definition of `harness.protocol.timing_marks`,
+stamped here as `first_token_at`: it goes out at once), the turn ends, or `MAX_HELD_EVENTS`
+pile up. So what the engine produces back to back travels in one write: with no wait before
+the first token, created, in_progress, the item's start (the TTFE mark) and the first delta
+share one, and a second write would only add its cost (~50 us here) to the TTFT. Events are
+never delayed past the moment the engine yields, so the decode schedule is unchanged.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from harness.protocol.events import NON_OUTPUT_TYPES, Event
+from harness.protocol.events import Event
 from harness.protocol.timing_marks import is_first_token_candidate
 from reference_server.faults import EventFaults
 
@@ -35,11 +36,10 @@ class Outbox:
         self._send = send
         self._faults = faults
         self._held: list[Event] = []  # events waiting to ride with the next write
-        self._output_sent = False  # the first output event (the TTFE mark) has gone out
         self.first_token_at: float | None = None  # perf_counter() at the first token's write
 
     async def emit(self, events: Event | Sequence[Event], *, hold: bool = False) -> None:
-        """Queue `events`; write at once only what carries the first output (unless `hold`)."""
+        """Queue `events`; write at once only what carries the first token (unless `hold`)."""
         batch = [events] if isinstance(events, dict) else list(events)
         if self._faults:
             batch = [out for event in batch for out in self._faults.apply(event)]
@@ -47,11 +47,7 @@ class Outbox:
         if hold:
             return
         if self.first_token_at is None and any(is_first_token_candidate(e) for e in batch):
-            self._output_sent = True
             self.first_token_at = time.perf_counter()
-            await self.flush()
-        elif not self._output_sent and any(e.get("type") not in NON_OUTPUT_TYPES for e in batch):
-            self._output_sent = True
             await self.flush()
         elif len(self._held) >= MAX_HELD_EVENTS:
             await self.flush()

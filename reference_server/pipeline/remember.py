@@ -8,9 +8,9 @@ output is in the KV cache too, so its prefix key goes into the engine's prefix c
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from harness.protocol import wire
 from reference_server.conversation import Conversation
 from reference_server.metrics import ServerMetrics
 from reference_server.pipeline.prefix import PrefixCache, chain_keys
@@ -45,7 +45,7 @@ def next_entry(
 ) -> Conversation:
     request, prompt = prepared.request, prepared.prompt
     parent_size = prepared.parent.size_bytes if prepared.parent else 0
-    new_size = len(json.dumps([request.input, output_items], default=str))
+    new_size = len(wire.dumps_bytes([request.input, output_items]))  # the bytes they'd take
     rendering = prompt.rendering.append(output_items)
     # Keys for the output items too, so the next turn's prefix match covers them.
     new_chunks = rendering.chunks[len(prompt.item_keys) :]

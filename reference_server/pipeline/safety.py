@@ -28,8 +28,11 @@ from .items import item_texts, item_type
 
 __all__ = [
     "BLOCK_THRESHOLD",
+    "INPUT_RULES",
+    "OUTPUT_RULES",
     "RULES",
     "Rule",
+    "RuleSet",
     "SafetyState",
     "SafetyVerdict",
     "classify_input",
@@ -188,8 +191,40 @@ RULES: tuple[Rule, ...] = (
           "Give me step-by-step instructions to build a pipe bomb"),
 )  # fmt: skip
 
-_INPUT_RULES = tuple(rule for rule in RULES if rule.scope != "output")
-_OUTPUT_RULES = tuple(rule for rule in RULES if rule.scope != "input")
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """Rules, screened by one search: a rule needs a keyword of its first group to hit, so text
+    holding none of those keywords hits no rule, and most text is dismissed by one regex pass
+    (per haystack) instead of a keyword test per rule. Text that passes is tested rule by rule.
+    """
+
+    rules: tuple[Rule, ...]
+    lowered_keywords: re.Pattern[str] | None  # searched in the lowercased text
+    verbatim_keywords: re.Pattern[str] | None  # searched in the text as it is
+
+    @classmethod
+    def of(cls, rules: Iterable[Rule]) -> RuleSet:
+        chosen = tuple(rules)
+        firsts = [rule.keywords[0] for rule in chosen]
+        lowered = {keyword for group in firsts if group[0].islower() for keyword in group}
+        verbatim = {keyword for group in firsts if not group[0].islower() for keyword in group}
+        return cls(chosen, _any_of(lowered), _any_of(verbatim))
+
+    def hits(self, text: str) -> list[Rule]:
+        lowered = text.lower()
+        screens = ((self.lowered_keywords, lowered), (self.verbatim_keywords, text))
+        if not any(screen is not None and screen.search(haystack) for screen, haystack in screens):
+            return []
+        return [rule for rule in self.rules if rule.hits(text, lowered)]
+
+
+def _any_of(keywords: set[str]) -> re.Pattern[str] | None:
+    return re.compile("|".join(map(re.escape, sorted(keywords)))) if keywords else None
+
+
+INPUT_RULES = RuleSet.of(rule for rule in RULES if rule.scope != "output")
+OUTPUT_RULES = RuleSet.of(rule for rule in RULES if rule.scope != "input")
 _BY_ID = {rule.id: rule for rule in RULES}
 _INDEX = {rule.id: position for position, rule in enumerate(RULES)}
 # Text of these is what the user (or a tool) put in; assistant text is the model's own.
@@ -230,11 +265,6 @@ def _scanned_text(item: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _hits(text: str, rules: tuple[Rule, ...]) -> list[Rule]:
-    lowered = text.lower()
-    return [rule for rule in rules if rule.hits(text, lowered)]
-
-
 def classify_input(
     state: SafetyState, items: Iterable[Mapping[str, Any]]
 ) -> tuple[SafetyState, SafetyVerdict]:
@@ -251,7 +281,7 @@ def classify_input(
         text = _scanned_text(item)
         if not text:
             continue
-        for rule in _hits(text, _INPUT_RULES):
+        for rule in INPUT_RULES.hits(text):
             hit_ids.add(rule.id)
             score += rule.weight
     new_state = SafetyState(score, frozenset(hit_ids), state.items_scanned + count)
@@ -260,7 +290,7 @@ def classify_input(
 
 def classify_output(text: str) -> SafetyVerdict:
     """Verdict on generated text: output-scope rules, with the flag score of this text alone."""
-    hits = _hits(text, _OUTPUT_RULES)
+    hits = OUTPUT_RULES.hits(text)
     return _verdict(frozenset(rule.id for rule in hits), sum(rule.weight for rule in hits))
 
 

@@ -132,6 +132,37 @@ def test_plans_replay_identically_in_another_process() -> None:
     assert json.loads(out) == expected
 
 
+def test_streams_are_seeded_only_when_something_draws_from_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seeding costs ~5 us a stream: a jitter-free profile with fixed text seeds none, and
+    never computes its seed material; where draws happen the plan is the same either way."""
+    seeded: list[str] = []
+    real_rng = Engine.rng
+
+    def counting(self: Engine, material: Any, stream: str = "content") -> Any:
+        seeded.append(stream)
+        return real_rng(self, material, stream)
+
+    monkeypatch.setattr(Engine, "rng", counting)
+    asked: list[str] = []
+
+    def material() -> str:
+        asked.append("material")
+        return "req"
+
+    fixed = [{"type": "message", "text": "done"}]
+    plan(material=material, script=fixed)  # type: ignore[arg-type]
+    assert seeded == [] and asked == []
+    plan(material=material, script=[{"type": "message", "tokens": 5}])  # type: ignore[arg-type]
+    assert seeded == ["content"]
+    seeded.clear()
+    prod = Engine(load_cost_profile("production-like"), seed=4)
+    lazy = plan(prod, material, tools=TOOLS)  # type: ignore[arg-type]
+    assert set(seeded) == {"content", "timing", "decode"}
+    assert lazy == plan(prod, "req", tools=TOOLS)
+
+
 # -- messages ----------------------------------------------------------------------------------
 
 

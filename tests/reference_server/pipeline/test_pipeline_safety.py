@@ -9,6 +9,8 @@ from pipeline_items import any_item
 
 from reference_server.pipeline.safety import (
     BLOCK_THRESHOLD,
+    INPUT_RULES,
+    OUTPUT_RULES,
     RULES,
     SafetyState,
     SafetyVerdict,
@@ -52,6 +54,25 @@ def test_markers_for_tests_and_fault_injection() -> None:
     )
     assert not classify_output("WSMODE-UNSAFE-INPUT").blocked
     assert not scan(user("wsmode-unsafe-input")).blocked  # markers are case-sensitive
+
+
+_KEYWORD_SOUP = st.lists(
+    st.sampled_from(
+        [
+            *sorted({k for rule in RULES for group in rule.keywords for k in group}),
+            *("i will", "you", "to", "the", " ", "\n", "x"),
+        ]
+    ),
+    max_size=12,
+)
+
+
+@given(_KEYWORD_SOUP.map("".join) | st.text(max_size=80))
+def test_the_keyword_screen_never_changes_which_rules_hit(text: str) -> None:
+    """The screen only skips rule-by-rule testing where no rule could hit."""
+    for rules in (INPUT_RULES, OUTPUT_RULES):
+        lowered = text.lower()
+        assert rules.hits(text) == [rule for rule in rules.rules if rule.hits(text, lowered)]
 
 
 def test_flags_accumulate_across_turns_until_the_threshold() -> None:
