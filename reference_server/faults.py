@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -26,7 +27,7 @@ def _fault(kind: FaultKind, what: str) -> bool:
     return dataclasses.field(default=False, metadata={"kind": kind, "what": what})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: `rewrites_events` is cached on the instance
 class Faults:
     """The active faults; each mechanism consults its own flag where it lives."""
 
@@ -103,8 +104,8 @@ class Faults:
         chosen = frozenset(names)
         return cls(**{f.name: _cli_name(f.name) in chosen for f in dataclasses.fields(cls)})
 
-    @property
-    def rewrites_events(self) -> bool:
+    @functools.cached_property
+    def rewrites_events(self) -> bool:  # asked once per response: computed once
         return any(getattr(self, _field_name(name)) for name in EVENT_FAULTS)
 
 

@@ -45,8 +45,8 @@ def validate_script(script: object) -> None:
             raise InvalidScript(
                 f"{where}.type: must be one of {', '.join(map(repr, _SCRIPT_FIELDS))}, got {kind!r}"
             )
-        unknown = sorted(str(k) for k in set(spec) - _SCRIPT_FIELDS[kind])
-        if unknown:
+        if not _SCRIPT_FIELDS[kind].issuperset(spec):
+            unknown = sorted(str(k) for k in set(spec) - _SCRIPT_FIELDS[kind])
             raise InvalidScript(f"{where}: unknown field(s) {', '.join(unknown)} for {kind!r}")
         if kind == "message":
             given = [key for key in ("text", "tokens", "refusal") if key in spec]

@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from reference_server.cost_profiles import Profile, Stage
 
@@ -25,14 +23,9 @@ class StageLog:
         self.charged_ms: dict[str, float] = {}
         self._unpaid_s = 0.0
 
-    @contextmanager
-    def measure(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            elapsed_ms = (time.perf_counter() - start) * 1000
-            self.real_ms[name] = self.real_ms.get(name, 0.0) + elapsed_ms
+    def measure(self, name: str) -> _Measured:
+        """`with stages.measure(name):` adds the block's real time to the stage."""
+        return _Measured(self.real_ms, name)
 
     def charge(self, stage: Stage, work_units: float, *, name: str | None = None) -> None:
         cost_s = self.profile.stage_cost_s(stage, work_units, rng=self.rng)
@@ -52,3 +45,22 @@ class StageLog:
             n: round(self.real_ms.get(n, 0.0) + self.charged_ms.get(n, 0.0), 3)
             for n in sorted(names)
         }
+
+
+class _Measured:
+    """The timer of one `measure()` block: a plain class, as a generator-based context manager
+    costs ~1.5 us per use, several times a turn."""
+
+    __slots__ = ("_name", "_real_ms", "_start")
+
+    def __init__(self, real_ms: dict[str, float], name: str) -> None:
+        self._real_ms = real_ms
+        self._name = name
+        self._start = 0.0
+
+    def __enter__(self) -> None:
+        self._start = time.perf_counter()
+
+    def __exit__(self, *exc_info: object) -> None:
+        elapsed_ms = (time.perf_counter() - self._start) * 1000
+        self._real_ms[self._name] = self._real_ms.get(self._name, 0.0) + elapsed_ms

@@ -199,26 +199,49 @@ def _fast_value_is_strict(value: Any, text: str | bytes, limits: JsonLimits) -> 
     if escaped in text:  # type: ignore[operator]
         return False
     int_bound = _int_bound(limits.max_int_digits)
-    colons = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, str):
-            colons += node.count(":")
-        elif isinstance(node, dict):
-            if depth > limits.max_depth:
-                return False
-            colons += len(node)
-            for key, child in node.items():
-                colons += key.count(":")
-                stack.append((child, depth + 1))
-        elif isinstance(node, list):
-            if depth > limits.max_depth:
-                return False
-            stack.extend((child, depth + 1) for child in node)
-        elif isinstance(node, int) and not -int_bound < node < int_bound:
-            return False
+    kind = type(value)
+    if kind is not dict and kind is not list:  # a bare scalar: no keys to count
+        return kind is not int or -int_bound < value < int_bound
+    try:
+        colons = _colons_and_bounds(value, 1, limits.max_depth, int_bound)
+    except (_OutOfBounds, RecursionError):  # RecursionError: limits deeper than the stack
+        return False
     return colons == text.count(colon)  # type: ignore[arg-type]
+
+
+class _OutOfBounds(Exception):
+    """The walk met a node past the depth or integer bound: the strict parser decides."""
+
+
+def _colons_and_bounds(
+    node: dict[str, Any] | list[Any], depth: int, max_depth: int, int_bound: int
+) -> int:
+    """Keys plus colons inside strings below `node`; raises _OutOfBounds past a bound.
+
+    Recursive over containers only, dispatching on exact types (msgspec builds no subclasses):
+    the hot path's walk, ~2x faster than an explicit stack. Depth is bounded by `max_depth`.
+    """
+    if depth > max_depth:
+        raise _OutOfBounds
+    colons = 0
+    if type(node) is dict:
+        colons = len(node)
+        for key in node:
+            if ":" in key:
+                colons += key.count(":")
+        children: Any = node.values()
+    else:
+        children = node
+    for child in children:
+        kind = type(child)
+        if kind is str:
+            if ":" in child:
+                colons += child.count(":")
+        elif kind is dict or kind is list:
+            colons += _colons_and_bounds(child, depth + 1, max_depth, int_bound)
+        elif kind is int and not -int_bound < child < int_bound:
+            raise _OutOfBounds
+    return colons
 
 
 @functools.cache

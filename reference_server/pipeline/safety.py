@@ -294,7 +294,12 @@ def classify_output(text: str) -> SafetyVerdict:
     return _verdict(frozenset(rule.id for rule in hits), sum(rule.weight for rule in hits))
 
 
+_CLEAN = SafetyVerdict(False, (), None)
+
+
 def _verdict(hit_ids: frozenset[str], score: int) -> SafetyVerdict:
+    if not hit_ids:  # nearly every verdict: nothing hit
+        return _CLEAN
     rules = sorted((_BY_ID[rule_id] for rule_id in hit_ids), key=lambda r: _INDEX[r.id])
     ids = tuple(rule.id for rule in rules)
     blocking = [rule for rule in rules if rule.action == "block"]
