@@ -18,6 +18,7 @@ at zero.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import random
 import tomllib
@@ -200,7 +201,7 @@ class Profile:
         rate is not affected). With an ``rng`` the cost is jittered by ``±jitter_fraction``.
         """
         try:
-            field_name, us_per_unit, _ = _STAGE_TABLE[stage]
+            per_unit = self._us_per_unit[stage]
         except KeyError:
             raise ValueError(
                 f"unknown stage {stage!r}; stages: {', '.join(_STAGE_TABLE)}"
@@ -208,10 +209,17 @@ class Profile:
         if work_units < 0 or math.isnan(work_units):
             raise ValueError(f"work_units must be >= 0, got {work_units!r}")
         factor = self.jitter(rng)  # drawn first: one draw per call, whatever the work
-        per_unit = float(getattr(self, field_name)) * us_per_unit
         if per_unit == 0.0 or work_units == 0:
             return 0.0
         return per_unit * work_units * self.load_factor * factor
+
+    @functools.cached_property
+    def _us_per_unit(self) -> dict[str, float]:
+        """Each stage's cost per work unit, in us (a turn charges ~10 stages: looked up once)."""
+        return {
+            stage: float(getattr(self, field_name)) * us_per_unit
+            for stage, (field_name, us_per_unit, _) in _STAGE_TABLE.items()
+        }
 
     def stage_cost_s(
         self, stage: Stage, work_units: float = 1.0, *, rng: random.Random | None = None

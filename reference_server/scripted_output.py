@@ -34,11 +34,13 @@ def validate_script(script: object) -> None:
 
     Unknown fields are rejected, so a misspelt field cannot silently change the output.
     """
-    if isinstance(script, str | bytes) or not isinstance(script, Sequence):
+    # (dict, Mapping): decoded JSON is dicts, tested at C speed; the ABC check is the fallback
+    # (it costs microseconds per call when the caches are cold, as after an idle wake-up).
+    if isinstance(script, (str, bytes)) or not isinstance(script, (list, tuple, Sequence)):
         raise InvalidScript("script must be a list of output item specs")
     for i, spec in enumerate(script):
         where = f"script[{i}]"
-        if not isinstance(spec, Mapping):
+        if not isinstance(spec, (dict, Mapping)):
             raise InvalidScript(f"{where}: must be an object")
         kind = spec.get("type")
         if not isinstance(kind, str) or kind not in _SCRIPT_FIELDS:

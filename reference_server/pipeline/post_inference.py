@@ -34,6 +34,9 @@ async def post_inference(
     if storing and off_path and services.config.workers > 1:
         await _store(entry, services)
         storing = False
+    if not storing and services.profile.stage_cost_s("billing", 1) == 0:
+        _bill(entry, services)  # nothing to wait for: no task, no trip through the loop
+        return
     work = _bill_and_store(entry, storing, services)
     if off_path:
         services.persistence.spawn(work)
@@ -53,9 +56,13 @@ async def _bill_and_store(entry: Conversation, storing: bool, services: Services
     billing_s = services.profile.stage_cost_s("billing", 1)
     if billing_s > 0:  # a zero-cost stage takes no trip through the event loop
         await asyncio.sleep(billing_s)
-    services.metrics.inc("wsmode_billed_tokens_total", entry.response["usage"]["total_tokens"])
+    _bill(entry, services)
     if storing:
         await _store(entry, services)
+
+
+def _bill(entry: Conversation, services: Services) -> None:
+    services.metrics.inc("wsmode_billed_tokens_total", entry.response["usage"]["total_tokens"])
 
 
 async def _store(entry: Conversation, services: Services) -> None:
