@@ -55,20 +55,10 @@ class CreateRequest:
     include_obfuscation: bool = True
     script: tuple[dict[str, Any], ...] | None = None  # wsmode extension: dictated output
     seed: int | None = None  # wsmode extension
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 def _fail(message: str, param: str | None, code: str | None = None) -> InvalidRequest:
     return InvalidRequest(errors.invalid_request(message, param=param, code=code))
-
-
-def _expect(body: Mapping[str, Any], name: str, kinds: tuple[type, ...], what: str) -> Any:
-    value = body.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        raise _fail(f"Invalid type for '{name}': expected {what}.", name, "invalid_type")
-    return value
 
 
 def normalize_input(value: Any) -> tuple[dict[str, Any], ...]:
@@ -136,10 +126,32 @@ def _tool_choice(value: Any, tools: tuple[dict[str, Any], ...]) -> str | dict[st
     raise _fail("Invalid value for 'tool_choice'.", "tool_choice")
 
 
+# The optional fields whose whole check is their JSON type, in the order they are checked.
+_TYPED_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "previous_response_id": ((str,), "a string"),
+    "generate": ((bool,), "a boolean"),
+    "reasoning": ((dict,), "an object"),
+    "stream_options": ((dict,), "an object"),
+    EXTENSION_FIELD: ((dict,), "an object"),
+    "parallel_tool_calls": ((bool,), "a boolean"),
+    "store": ((bool,), "a boolean"),
+    "max_output_tokens": ((int,), "an integer"),
+    "metadata": ((dict,), "an object"),
+    "temperature": ((int, float), "a number"),
+    "top_p": ((int, float), "a number"),
+}
+
+
 def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequest:
     """Validate one `response.create` payload (WS frame without `type`, or HTTP body)."""
     model = _model(body, transport)
-    previous = _expect(body, "previous_response_id", (str,), "a string")
+    for name, (kinds, what) in _TYPED_FIELDS.items():  # one pass; absent fields cost a lookup
+        value = body.get(name)
+        if value is not None and (
+            not isinstance(value, kinds) or (type(value) is bool and bool not in kinds)
+        ):
+            raise _fail(f"Invalid type for '{name}': expected {what}.", name, "invalid_type")
+    previous = body.get("previous_response_id")
     if previous == "":
         raise _fail(
             "Invalid 'previous_response_id': expected a response id, got an empty string.",
@@ -147,11 +159,11 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
             "invalid_value",
         )
     items = normalize_input(body.get("input"))
-    generate = _expect(body, "generate", (bool,), "a boolean")
+    generate = body.get("generate")
     if not items and previous is None and generate is not False:
         raise _fail("Missing required parameter: 'input'.", "input", "missing_required_parameter")
-    reasoning = _expect(body, "reasoning", (dict,), "an object") or {}
-    stream_options = _expect(body, "stream_options", (dict,), "an object") or {}
+    reasoning = body.get("reasoning") or {}
+    stream_options = body.get("stream_options") or {}
     script, seed = _extension(body)
     tools = _tools(body.get("tools"))
     return CreateRequest(
@@ -160,9 +172,9 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
         instructions=_instructions(body),
         tools=tools,
         tool_choice=_tool_choice(body.get("tool_choice"), tools),
-        parallel_tool_calls=_expect(body, "parallel_tool_calls", (bool,), "a boolean") is not False,
+        parallel_tool_calls=body.get("parallel_tool_calls") is not False,
         previous_response_id=previous,
-        store=_expect(body, "store", (bool,), "a boolean") is not False,
+        store=body.get("store") is not False,
         generate=generate is not False,
         stream=bool(body.get("stream")),
         max_output_tokens=_max_output_tokens(body),
@@ -176,7 +188,6 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
         include_obfuscation=stream_options.get("include_obfuscation") is not False,
         script=script,
         seed=seed,
-        raw=dict(body),
     )
 
 
@@ -207,7 +218,7 @@ def _stream_id(body: Mapping[str, Any]) -> str | None:
 
 
 def _max_output_tokens(body: Mapping[str, Any]) -> int | None:
-    max_output: int | None = _expect(body, "max_output_tokens", (int,), "an integer")
+    max_output: int | None = body.get("max_output_tokens")  # its type is checked
     if max_output is not None and max_output < 1:
         raise _fail(
             "Invalid 'max_output_tokens': expected a positive integer.", "max_output_tokens"
@@ -216,7 +227,9 @@ def _max_output_tokens(body: Mapping[str, Any]) -> int | None:
 
 
 def _metadata(body: Mapping[str, Any]) -> dict[str, str]:
-    metadata = _expect(body, "metadata", (dict,), "an object") or {}
+    metadata = body.get("metadata")  # its type is checked
+    if not metadata:
+        return {}
     if len(metadata) > 16 or not all(
         isinstance(k, str) and isinstance(v, str) and len(k) <= 64 and len(v) <= 512
         for k, v in metadata.items()
@@ -230,7 +243,9 @@ def _metadata(body: Mapping[str, Any]) -> dict[str, str]:
 
 def _extension(body: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...] | None, int | None]:
     """The `wsmode` extension: (script, seed)."""
-    extension = _expect(body, EXTENSION_FIELD, (dict,), "an object") or {}
+    extension = body.get(EXTENSION_FIELD)  # its type is checked
+    if not extension:
+        return None, None
     script = extension.get("script")
     if script is not None and not (
         isinstance(script, list) and all(isinstance(s, dict) for s in script)
@@ -256,7 +271,7 @@ def _instructions(body: Mapping[str, Any]) -> str | None:
 
 def _finite_number(body: Mapping[str, Any], name: str) -> float | None:
     """A number field; NaN and infinities are refused (a body may come from a lax parser)."""
-    value: float | None = _expect(body, name, (int, float), "a number")
+    value: float | None = body.get(name)  # its type is checked
     if value is not None and not math.isfinite(value):
         raise _fail(f"Invalid value for '{name}': expected a finite number.", name, "invalid_value")
     return value

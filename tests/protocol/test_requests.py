@@ -65,6 +65,27 @@ def test_bad_requests_name_the_parameter(
     assert error_of(body) == expected
 
 
+_WRONG_TYPES = {
+    "previous_response_id": 7,
+    "generate": "no",
+    "reasoning": "high",
+    "stream_options": [],
+    "wsmode": [],
+    "parallel_tool_calls": 1,
+    "store": "yes",
+    "max_output_tokens": True,  # a bool is not an integer here
+    "metadata": [],
+    "temperature": True,
+    "top_p": "1",
+    "instructions": 5,
+}
+
+
+@pytest.mark.parametrize(("name", "value"), _WRONG_TYPES.items())
+def test_a_field_of_the_wrong_type_is_refused_naming_it(name: str, value: Any) -> None:
+    assert error_of({"model": "m", "input": "x", name: value}) == ("invalid_type", name)
+
+
 def test_background_is_fine_over_http() -> None:
     assert (
         parse_create({"model": "m", "input": "x", "background": True}, transport="http").model
