@@ -22,14 +22,18 @@ class StageLog:
         self.real_ms: dict[str, float] = {}
         self.charged_ms: dict[str, float] = {}
         self._unpaid_s = 0.0
+        self._free = profile.is_zero and rng is None
 
     def measure(self, name: str) -> _Measured:
         """`with stages.measure(name):` adds the block's real time to the stage."""
         return _Measured(self.real_ms, name)
 
     def charge(self, stage: Stage, work_units: float, *, name: str | None = None) -> None:
-        cost_s = self.profile.stage_cost_s(stage, work_units, rng=self.rng)
         key = name or stage
+        if self._free:  # nothing to charge or draw: the stage is listed, at no cost
+            self.charged_ms.setdefault(key, 0.0)
+            return
+        cost_s = self.profile.stage_cost_s(stage, work_units, rng=self.rng)
         self.charged_ms[key] = self.charged_ms.get(key, 0.0) + cost_s * 1000
         self._unpaid_s += cost_s
 
