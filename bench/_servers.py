@@ -95,6 +95,21 @@ def sse_mock(
         process.wait(15)
 
 
+@contextlib.contextmanager
+def pinned(cores: set[int] | None) -> Iterator[None]:
+    """This process on `cores` inside the block (processes started there inherit it); None, or
+    a platform without affinity, leaves placement to the scheduler."""
+    if cores is None or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cores)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds `pid` has used so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
