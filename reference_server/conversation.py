@@ -9,6 +9,7 @@ The stages that read and build it are in `pipeline/` (resolve, prompt, remember)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,13 +22,13 @@ from reference_server.pipeline.validate import ValidationState
 @dataclass(frozen=True, slots=True)
 class Conversation:
     response: dict[str, Any]  # the final Response object
-    items: tuple[dict[str, Any], ...]  # the chain: every input and output item, in order
+    items: Sequence[dict[str, Any]]  # the chain: every input and output item, in order
     tools: tuple[dict[str, Any], ...]
     rendering: Rendering  # the rendered items (not the per-turn instructions/tools prefix)
     instructions: str | None  # this turn's instructions (not inherited; kept to reuse `prefix`)
     prefix: tuple[int, ...]  # rendered instructions + tools of this turn
     prefix_root: int  # key of the instructions/tools prefix the item keys chain from
-    item_keys: tuple[int, ...]  # chained prefix key per rendered item (see PrefixCache)
+    item_keys: Sequence[int]  # chained prefix key per rendered item (see PrefixCache)
     validation: ValidationState
     safety: SafetyState
     route: Route

@@ -25,7 +25,7 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any, Final
 
 from harness.protocol.cache import CachePolicy, ResponseCache
@@ -39,7 +39,7 @@ MATERIALISED_MAX_BYTES: Final = 16 * 1024 * 1024  # JSON-size estimate
 PURGE_INTERVAL_S: Final = 600.0
 _RETRY_DELAYS_S: Final = (0.05, 0.2, 1.0, 5.0)  # then every 5 s until it lands
 
-Items = tuple[dict[str, Any], ...]
+Items = Sequence[dict[str, Any]]
 
 
 def turn_record(

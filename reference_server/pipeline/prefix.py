@@ -6,6 +6,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from reference_server.pipeline.chain_seq import ChainSeq
+
 # One cached prefix: an OrderedDict slot and link node, an int key and an int value (measured
 # with tracemalloc on CPython 3.11: ~175 bytes; rounded up so the bound holds).
 ENTRY_BYTES: Final = 200
@@ -13,15 +15,15 @@ DEFAULT_MAX_BYTES: Final = 8 * 1024 * 1024
 
 
 def chain_keys(
-    root: int, chunks: Iterable[tuple[int, ...]], start: tuple[int, ...] = ()
-) -> tuple[int, ...]:
+    root: int, chunks: Iterable[tuple[int, ...]], start: Sequence[int] = ()
+) -> ChainSeq[int]:
     """Extend `start` with one chained key per chunk: key_i = hash(key_i-1, chunk_i)."""
-    keys = list(start)
-    previous = keys[-1] if keys else root
+    previous = start[-1] if start else root
+    keys = []
     for chunk in chunks:
         previous = hash((previous, chunk))
         keys.append(previous)
-    return tuple(keys)
+    return ChainSeq.of(start).extended(keys)
 
 
 class PrefixCache:

@@ -8,6 +8,7 @@ from typing import Any
 from harness.protocol.cache import Resolution
 from harness.protocol.requests import CreateRequest
 from reference_server.conversation import Conversation
+from reference_server.pipeline.chain_seq import ChainSeq
 from reference_server.pipeline.checks import CheckedInput
 from reference_server.pipeline.prompt import Prompt
 from reference_server.pipeline.resolve import Resolved
@@ -31,7 +32,7 @@ class PreparedTurn:
         return self.resolved.resolution
 
     @property
-    def items(self) -> tuple[dict[str, Any], ...]:
-        """The chain's items: the parent's, then this request's input."""
+    def items(self) -> ChainSeq[dict[str, Any]]:
+        """The chain's items: the parent's, then this request's input (O(input) to build)."""
         history = self.parent.items if self.parent is not None else ()
-        return (*history, *self.request.input)
+        return ChainSeq.of(history).extended(self.request.input)

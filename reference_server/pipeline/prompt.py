@@ -8,6 +8,7 @@ extend the parent's key chain the same way; without a parent, everything is rend
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.protocol import errors
@@ -24,7 +25,7 @@ class Prompt:
     prefix: tuple[int, ...]  # the rendered instructions + tools
     prefix_root: int  # the key the item keys chain from
     rendering: Rendering  # the rendered items of the whole chain
-    item_keys: tuple[int, ...]  # one chained prefix key per rendered item
+    item_keys: Sequence[int]  # one chained prefix key per rendered item
     rendered_tokens: int  # tokens this turn actually rendered (what it is charged for)
 
     @property
@@ -63,7 +64,7 @@ def render_prompt(
             rendering = render_full((*history, *request.input))
             rendered_tokens += rendering.token_count
         if cached is not None and cached.item_keys and cached.prefix_root == root:
-            new_chunks = rendering.chunks[len(cached.item_keys) :]
+            new_chunks = rendering.chunks.tail(len(cached.item_keys))
             keys = chain_keys(root, new_chunks, cached.item_keys)
         else:
             keys = chain_keys(root, rendering.chunks)

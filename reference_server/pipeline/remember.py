@@ -48,10 +48,10 @@ def next_entry(
     new_size = len(wire.dumps_bytes([request.input, output_items]))  # the bytes they'd take
     rendering = prompt.rendering.append(output_items)
     # Keys for the output items too, so the next turn's prefix match covers them.
-    new_chunks = rendering.chunks[len(prompt.item_keys) :]
+    new_chunks = rendering.chunks.tail(len(prompt.item_keys))
     return Conversation(
         response=response,
-        items=(*prepared.items, *output_items),
+        items=prepared.items.extended(output_items),
         tools=request.tools,
         rendering=rendering,
         instructions=request.instructions,

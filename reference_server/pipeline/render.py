@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
 from typing import Any
 
+from .chain_seq import ChainSeq
 from .items import item_type, part_text
 from .tokenizer import VOCAB_SIZE, tokenize
 
@@ -113,11 +114,12 @@ def render_item(item: Mapping[str, Any]) -> tuple[int, ...]:
 class Rendering:
     """An immutable rendered history: one token chunk per item.
 
-    ``append`` returns a new ``Rendering`` that shares the parent's chunk tuples, so a cached
-    rendering can be extended by several children (forks) without copying tokens.
+    ``append`` returns a new ``Rendering`` that shares the parent's chunks (a ``ChainSeq``: the
+    newest rendering extends in place), so a cached rendering can be extended by several
+    children (forks) without copying tokens, and a continuation costs O(new items).
     """
 
-    chunks: tuple[tuple[int, ...], ...] = ()
+    chunks: ChainSeq[tuple[int, ...]] = field(default_factory=ChainSeq)
     token_count: int = 0
 
     @classmethod
@@ -133,11 +135,11 @@ class Rendering:
         new = tuple(map(render_item, items))
         if not new:
             return self
-        return Rendering(self.chunks + new, self.token_count + sum(map(len, new)))
+        return Rendering(self.chunks.extended(new), self.token_count + sum(map(len, new)))
 
     def tail_token_count(self, item_count: int) -> int:
         """Tokens of the last ``item_count`` items."""
-        return sum(map(len, self.chunks[len(self.chunks) - item_count :]))
+        return sum(map(len, self.chunks.tail(len(self.chunks) - item_count)))
 
     def tokens(self) -> list[int]:
         """All tokens, flattened (for equality checks and tests)."""
