@@ -213,8 +213,10 @@ class RuleSet:
 
     def hits(self, text: str) -> list[Rule]:
         lowered = text.lower()
-        screens = ((self.lowered_keywords, lowered), (self.verbatim_keywords, text))
-        if not any(screen is not None and screen.search(haystack) for screen, haystack in screens):
+        by_lowered, by_verbatim = self.lowered_keywords, self.verbatim_keywords
+        if (by_lowered is None or by_lowered.search(lowered) is None) and (
+            by_verbatim is None or by_verbatim.search(text) is None
+        ):
             return []
         return [rule for rule in self.rules if rule.hits(text, lowered)]
 
@@ -291,6 +293,8 @@ def classify_input(
 def classify_output(text: str) -> SafetyVerdict:
     """Verdict on generated text: output-scope rules, with the flag score of this text alone."""
     hits = OUTPUT_RULES.hits(text)
+    if not hits:
+        return _CLEAN
     return _verdict(frozenset(rule.id for rule in hits), sum(rule.weight for rule in hits))
 
 
