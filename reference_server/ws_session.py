@@ -114,6 +114,8 @@ class WebSocketSession:
         try:
             await self._reading_done  # readers come and go; the last one sets this
         finally:
+            if not self._reading_done.done():  # run() was cancelled: no reader starts after this
+                self._reading_done.cancel()
             if lifetime is not None:
                 lifetime.cancel()
             for task in self._tasks:
@@ -163,7 +165,9 @@ class WebSocketSession:
                 message = await self.ws.recv()
                 outcome = await self._on_message(message, self.ws.arrival_of_next_message())
                 if isinstance(outcome, _RunNow):
-                    self._spawn(self._read())  # the reading goes on in a new task
+                    # The reading goes on in a new task, created once this one first yields
+                    # (creating it here would put a task's setup before the turn's first write).
+                    asyncio.get_running_loop().call_soon(self._pass_the_reading_on)
                     await self._run_lane(outcome.lane, outcome.pending)
                     return
                 if not outcome:
@@ -176,6 +180,10 @@ class WebSocketSession:
             return
         if not self._reading_done.done():
             self._reading_done.set_result(None)
+
+    def _pass_the_reading_on(self) -> None:
+        if not self._reading_done.done():  # not after the connection has ended
+            self._spawn(self._read())
 
     async def _on_message(self, message: str | bytes, received_at: float) -> bool | _RunNow:
         """Handle one frame; False ends the connection, a `_RunNow` is for this task to run."""
