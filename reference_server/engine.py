@@ -192,6 +192,8 @@ class Engine:
         self, seed_material: SeedMaterial, input_tokens: int, cached_tokens: int
     ) -> tuple[float, float]:
         p = self.profile
+        if p.is_zero:  # nothing costs anything: no stage to price
+            return 0.0, 0.0
         # Without jitter every factor is 1.0: the stream would be seeded for nothing.
         timing = self.rng(seed_material, "timing") if p.jitter_fraction else None
         queue_s = p.stage_cost_s("queue", 1, rng=timing)

@@ -63,6 +63,9 @@ class ChainSeq(Sequence[T], Generic[T]):
     def __iter__(self) -> Iterator[T]:
         return islice(self._store, self._length)
 
+    def __reversed__(self) -> Iterator[T]:  # the prefix cache walks keys newest first
+        return islice(reversed(self._store), len(self._store) - self._length, None)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str | bytes):
             return NotImplemented

@@ -8,6 +8,7 @@ extend the parent's key chain the same way; without a parent, everything is rend
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,25 +50,26 @@ def render_prompt(
     render_cache: bool,
     stages: StageLog,
 ) -> Prompt:
-    with stages.measure("tokenize"):
-        cached = parent if render_cache else None
-        if cached is not None and _resends_prefix(cached, request):
-            prefix, root, rendered_tokens = cached.prefix, cached.prefix_root, 0
-        else:
-            prefix = render_prefix(request.instructions, request.tools)
-            root, rendered_tokens = hash((tenant, prefix)), len(prefix)
-        if cached is not None:
-            rendering = cached.rendering.append(request.input)
-            rendered_tokens += rendering.token_count - cached.rendering.token_count
-        else:
-            history = parent.items if parent is not None else ()
-            rendering = render_full((*history, *request.input))
-            rendered_tokens += rendering.token_count
-        if cached is not None and cached.item_keys and cached.prefix_root == root:
-            new_chunks = rendering.chunks.tail(len(cached.item_keys))
-            keys = chain_keys(root, new_chunks, cached.item_keys)
-        else:
-            keys = chain_keys(root, rendering.chunks)
+    started = time.perf_counter()
+    cached = parent if render_cache else None
+    if cached is not None and _resends_prefix(cached, request):
+        prefix, root, rendered_tokens = cached.prefix, cached.prefix_root, 0
+    else:
+        prefix = render_prefix(request.instructions, request.tools)
+        root, rendered_tokens = hash((tenant, prefix)), len(prefix)
+    if cached is not None:
+        rendering = cached.rendering.append(request.input)
+        rendered_tokens += rendering.token_count - cached.rendering.token_count
+    else:
+        history = parent.items if parent is not None else ()
+        rendering = render_full((*history, *request.input))
+        rendered_tokens += rendering.token_count
+    if cached is not None and cached.item_keys and cached.prefix_root == root:
+        new_chunks = rendering.chunks.tail(len(cached.item_keys))
+        keys = chain_keys(root, new_chunks, cached.item_keys)
+    else:
+        keys = chain_keys(root, rendering.chunks)
+    stages.took("tokenize", started)
     return Prompt(prefix, root, rendering, keys, rendered_tokens)
 
 

@@ -32,6 +32,7 @@ def test_it_reads_as_a_tuple_does() -> None:
     assert (1, 2, 3, 4) == seq  # noqa: SIM300 - the reflected comparison is the point
     assert (seq[0], seq[-1], seq[1:3], seq[2:], seq[::-1]) == (1, 4, (2, 3), (3, 4), (4, 3, 2, 1))
     assert seq.tail(2) == [3, 4] and len(seq) == 4 and list(seq) == [1, 2, 3, 4]
+    assert list(reversed(seq)) == [4, 3, 2, 1]
     assert hash(seq) == hash((1, 2, 3, 4)) and len(other) == 5
     with pytest.raises(IndexError):
         seq[4]  # the store has an item there, the view does not
@@ -48,3 +49,4 @@ def test_any_order_of_extensions_matches_tuples(steps: list[tuple[int, list[int]
         views.append(views[index].extended(new))
         tuples.append(tuples[index] + tuple(new))
     assert [tuple(view) for view in views] == tuples
+    assert [tuple(reversed(view)) for view in views] == [t[::-1] for t in tuples]
