@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -228,9 +227,7 @@ class TurnRunner:
         """What the engine plans from: the request, but for the fault that ignores a named
         tool_choice (a server without a tool-call parser answers in text)."""
         choice = request.tool_choice
-        # (dict, Mapping): decoded JSON is dicts, tested at C speed; the ABC check is the fallback
-        # (it costs microseconds per call when the caches are cold, as after an idle wake-up).
-        named = isinstance(choice, (dict, Mapping)) and choice.get("type") == "function"
+        named = isinstance(choice, dict) and choice.get("type") == "function"  # str or dict
         if self.faults.ignore_named_tool_choice and named:
             return dataclasses.replace(request, tool_choice="none")
         return request

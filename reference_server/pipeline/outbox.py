@@ -35,21 +35,25 @@ class Outbox:
     def __init__(self, send: Send, faults: EventFaults) -> None:
         self._send = send
         self._faults = faults
+        self._rewrites = bool(faults)  # asked at every emit: asked once
         self._held: list[Event] = []  # events waiting to ride with the next write
         self.first_token_at: float | None = None  # perf_counter() at the first token's write
 
     async def emit(self, events: Event | Sequence[Event], *, hold: bool = False) -> None:
         """Queue `events`; write at once only what carries the first token (unless `hold`)."""
         batch = [events] if isinstance(events, dict) else list(events)
-        if self._faults:
+        if self._rewrites:
             batch = [out for event in batch for out in self._faults.apply(event)]
         self._held.extend(batch)
         if hold:
             return
-        if self.first_token_at is None and any(is_first_token_candidate(e) for e in batch):
-            self.first_token_at = time.perf_counter()
-            await self.flush()
-        elif len(self._held) >= MAX_HELD_EVENTS:
+        if self.first_token_at is None:
+            for event in batch:
+                if is_first_token_candidate(event):
+                    self.first_token_at = time.perf_counter()
+                    await self.flush()
+                    return
+        if len(self._held) >= MAX_HELD_EVENTS:
             await self.flush()
 
     async def flush(self) -> None:
