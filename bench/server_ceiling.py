@@ -13,7 +13,10 @@
    work events/s measures the machine; events per server CPU-second is the one-core ceiling.
 2. Workers: events/s (as above) and turns/s (64 connections doing short continuation turns of
    one "ok") with `wsmode serve --workers 1` and `--workers 2`, and the ratio (target >= 1.7 on
-   a machine with a core per worker and one for the client; this script prints the core count).
+   a machine with a core per worker and one for the client; this script prints the core count),
+   with the server CPU each unit cost (equal for 1 and 2 workers: nothing shared limits them)
+   and how many cores the servers and clients kept busy (at the core count: the machine is the
+   ceiling, not the workers).
 Medians of 3 runs of 4 s each, the configurations interleaved.
 """
 
@@ -193,10 +196,20 @@ def workers_section(profile: str) -> None:
         for server in servers:
             server.stop()
     for kind in ("events", "turns"):
-        one, two = medians(rows[(1, kind)])[0], medians(rows[(2, kind)])[0]
+        (one, one_cpu, one_client), (two, two_cpu, two_client) = (
+            medians(rows[(1, kind)]),
+            medians(rows[(2, kind)]),
+        )
         print(
             f"   {kind:6s}/s  1 worker {one:9.0f}   2 workers {two:9.0f}   ratio {two / one:.2f}"
             "  (target >= 1.7)"
+        )
+        # Whether a second worker could double the rate: does a unit cost the same server CPU
+        # with two (no shared bottleneck), and were the cores already busy (servers + clients)?
+        print(
+            f"   {'':8s} server CPU per 1,000 {kind}: {one_cpu * 1e6:.1f} vs {two_cpu * 1e6:.1f} ms"
+            f"   cores busy (servers + clients): {one * one_cpu + one_client:.2f} vs "
+            f"{two * two_cpu + two_client:.2f} of {os.cpu_count()}"
         )
 
 
