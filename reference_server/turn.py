@@ -201,7 +201,7 @@ class TurnRunner:
             self._evict_parent(request, ctx)
             raise
         engine_start = time.perf_counter()
-        # created + in_progress go out with the first output when the engine answers at once,
+        # created + in_progress go out with the first token when the engine answers at once,
         # or before the engine's wait otherwise (`decode` flushes them): one write, not two.
         await out.emit([emitter.created(), emitter.in_progress()], hold=True)
         services.metrics.in_flight += 1

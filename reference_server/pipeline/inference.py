@@ -158,7 +158,7 @@ async def _emit_item(
         await out.emit(emitter.end_function_call())
     else:
         await out.emit(emitter.begin_message(new_id("msg"), refusal=item.refusal))
-        # classified once the item has started (the TTFT mark is out), before any of its text
+        # classified once the item has started (its first event is built), before any of its text
         if classify_output(item.text).blocked:
             return emitted, True  # content filter: the message is cut before any text
         emitted = await _stream(item.pieces, emitter.text_delta, out, schedule, emitted)
