@@ -16,7 +16,10 @@
    a machine with a core per worker and one for the client; this script prints the core count),
    with the server CPU each unit cost (equal for 1 and 2 workers: nothing shared limits them)
    and how many cores the servers and clients kept busy (at the core count: the machine is the
-   ceiling, not the workers).
+   ceiling, not the workers). A third row, heavy turns/s: continuations that each bring a long
+   tool output (~8k tokens, the server validates, scans and tokenizes it; the client only
+   frames it), so the servers, not the clients, use the cores: on a 2-core machine this is the
+   row that can show what a second worker adds.
 Medians of 3 runs of 4 s each, the configurations interleaved.
 """
 
@@ -101,11 +104,7 @@ async def continuation_turns(url: str, deadline: float) -> int:
             if previous is not None:
                 extra["previous_response_id"] = previous
             await ws.send(create(**extra))
-            while True:
-                raw = await ws.recv(decode=False)
-                if b'"response.completed"' in raw[:64]:
-                    previous = wire.loads(raw)["response"]["id"]
-                    break
+            previous = await _response_id(ws)
             turns += 1
     return turns
 
@@ -127,13 +126,21 @@ async def heavy_turns(url: str, deadline: float) -> int:
             if previous is not None and turns % HEAVY_CHAIN_TURNS:
                 extra["previous_response_id"] = previous
             await ws.send(create(**extra))
-            while True:
-                raw = await ws.recv(decode=False)
-                if b'"response.completed"' in raw[:64]:
-                    previous = wire.loads(raw)["response"]["id"]
-                    break
+            previous = await _response_id(ws)
             turns += 1
     return turns
+
+
+async def _response_id(ws: Any) -> str:
+    """Read one response to its terminal; its id. Anything but a completed one stops the bench
+    (a stream the bench does not expect must fail it, not leave it waiting)."""
+    while True:
+        raw = await ws.recv(decode=False)
+        head = raw[:64]
+        if b'"response.completed"' in head:
+            return str(wire.loads(raw)["response"]["id"])
+        if b'"response.failed"' in head or b'"response.incomplete"' in head or b'"error"' in head:
+            raise RuntimeError(f"the server did not complete a turn: {raw[:300]!r}")
 
 
 def _client_process(
