@@ -19,9 +19,9 @@ from harness.report.gate import (
     gate_bench,
     load_config,
     paired_speedups,
-    render_markdown,
     run_gate,
 )
+from harness.report.gate_text import render_markdown
 from harness.results import stats
 from harness.results.schema import dumps_result, load_result
 
@@ -301,7 +301,7 @@ def test_mann_whitney_u() -> None:
 
 
 def test_gate_output_fits_a_terminal(synth: Any) -> None:
-    from harness.report.gate import render_text
+    from harness.report.gate_text import render_text
 
     text = render_text(run_gate(synth.bench(seed=1), synth.bench(seed=2)))
     assert all(len(line) <= 120 for line in text.splitlines())
