@@ -47,7 +47,7 @@ import json
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from reference_server.argsynth import UnsatisfiableSchema, synthesize_arguments
 from reference_server.cost_profiles import Profile
@@ -103,6 +103,7 @@ REASONING_EFFORTS: Final[Mapping[str, int | None]] = {
 _REASONING_SIGMA: Final = 0.6
 
 _SEED_DOMAIN: Final = "wsmode-engine/v1"
+T = TypeVar("T")
 # What a turn's random streams derive from: the string, or a function computing it on demand.
 SeedMaterial = str | Callable[[], str]
 
@@ -110,17 +111,18 @@ SeedMaterial = str | Callable[[], str]
 # -- the engine -------------------------------------------------------------------------------
 
 
-def _seeded_on_first_use(seed: Callable[[], random.Random]) -> Callable[[], random.Random]:
-    """`seed()` called once, when the stream is first asked for (functools.cache is slower
-    to set up than seeding is to skip)."""
-    made: list[random.Random] = []
+def computed_once(make: Callable[[], T]) -> Callable[[], T]:
+    """`make()`, called the first time the result is asked for and remembered: for what a turn
+    may not need (a seeded stream, its seed material). functools.cache is slower to set up
+    than seeding is to skip."""
+    made: list[T] = []
 
-    def stream() -> random.Random:
+    def value() -> T:
         if not made:
-            made.append(seed())
+            made.append(make())
         return made[0]
 
-    return stream
+    return value
 
 
 class Engine:
@@ -157,7 +159,7 @@ class Engine:
         """Plan one response. Raises :class:`PlanError` subclasses for client errors."""
         _check_counts(input_tokens, cached_tokens, max_output_tokens)
         # Seeding a stream costs ~5 us: a script that needs no draws (fixed text) never pays it.
-        content = _seeded_on_first_use(lambda: self.rng(seed_material, "content"))
+        content = computed_once(lambda: self.rng(seed_material, "content"))
         if script is not None:
             items = scripted_items(script, content)
         else:

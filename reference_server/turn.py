@@ -26,16 +26,16 @@ from harness.protocol.cache import ResponseCache
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.requests import CreateRequest
 from reference_server.conversation import Conversation
-from reference_server.engine import GenerationPlan, SeedMaterial
+from reference_server.engine import GenerationPlan, SeedMaterial, computed_once
 from reference_server.faults import EventFaults
 from reference_server.logs import log_refusal, log_response
 from reference_server.pipeline.checks import check_input
 from reference_server.pipeline.inference import (
     Decoded,
-    LazySeedMaterial,
     Status,
     decode,
     plan_response,
+    seed_material,
 )
 from reference_server.pipeline.outbox import Outbox, Send
 from reference_server.pipeline.post_inference import post_inference
@@ -95,7 +95,9 @@ class TurnRunner:
 
     async def run(self, request: CreateRequest, ctx: TurnContext, send: Send) -> TurnOutcome:
         """Run one response; raises RequestRefused for request-scoped errors."""
-        seed, profile = LazySeedMaterial(request), self.services.profile
+        # computed only if a stream is seeded: a jitter-free profile with fixed text seeds none
+        seed = computed_once(lambda: seed_material(request))
+        profile = self.services.profile
         # jitter is the stage stream's only use: without it, seeding it would be wasted
         jitter = self.services.engine.rng(seed, "stages") if profile.jitter_fraction else None
         stages = StageLog(profile, jitter)

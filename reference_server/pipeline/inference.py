@@ -46,21 +46,6 @@ class _Schedule(TokenSchedule):
     max_tokens_per_delta: int = 1
 
 
-class LazySeedMaterial:
-    """`seed_material(request)`, computed the first time a random stream is seeded from it."""
-
-    __slots__ = ("_material", "_request")
-
-    def __init__(self, request: CreateRequest) -> None:
-        self._request = request
-        self._material: str | None = None
-
-    def __call__(self) -> str:
-        if self._material is None:
-            self._material = seed_material(self._request)
-        return self._material
-
-
 def seed_material(request: CreateRequest) -> str:
     """What seeds a turn's random draws (content, jitter, bursts), the same on every transport.
 

@@ -8,6 +8,7 @@ tenant is not a hit.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +50,9 @@ async def resolve_previous(
     if cached is not None and cached.tenant == tenant:
         metrics.inc("wsmode_cache_total", outcome="hit")
         return Resolved(cached, Resolution.HIT)
-    with stages.measure("hydrate"):
-        record = await persistence.hydrate(tenant, previous_id)
+    started = time.perf_counter()
+    record = await persistence.hydrate(tenant, previous_id)
+    stages.took("hydrate", started)
     if record is None:
         metrics.inc("wsmode_cache_total", outcome="miss")
         raise RequestRefused(errors.previous_response_not_found(previous_id))
@@ -62,10 +64,11 @@ async def resolve_previous(
 def hydrate(record: dict[str, Any], tenant: str, stages: StageLog) -> Conversation:
     """The slow path: rebuild a cache entry from a stored record (re-validate, re-render)."""
     items = tuple(record["items"])
-    with stages.measure("hydrate"):
-        validation, _ = validate_items(ValidationState.initial(), items)
-        safety, _ = classify_input(SafetyState.initial(), items)
-        rendering = render_full(items)
+    started = time.perf_counter()
+    validation, _ = validate_items(ValidationState.initial(), items)
+    safety, _ = classify_input(SafetyState.initial(), items)
+    rendering = render_full(items)
+    stages.took("hydrate", started)
     stages.charge("validate_items", len(items), name="hydrate")
     stages.charge("safety", rendering.token_count, name="hydrate")
     stages.charge("tokenize", rendering.token_count, name="hydrate")

@@ -293,8 +293,6 @@ def classify_input(
 def classify_output(text: str) -> SafetyVerdict:
     """Verdict on generated text: output-scope rules, with the flag score of this text alone."""
     hits = OUTPUT_RULES.hits(text)
-    if not hits:
-        return _CLEAN
     return _verdict(frozenset(rule.id for rule in hits), sum(rule.weight for rule in hits))
 
 
