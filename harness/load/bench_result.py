@@ -20,6 +20,7 @@ from harness.load.variants import NOCACHE_VARIANT, OPTIMIZATION_FLAGS, Variant, 
 from harness.results import compare as cmp
 from harness.results.histograms import MetricSet
 from harness.results.schema import finish_result, new_result
+from harness.results.stats import round_or_none as _r
 from harness.traces.format import Rollout
 
 # the error of a rollout cancelled at --duration-s (a suffix gives the limit)
@@ -209,7 +210,3 @@ def _analysis_section(analysis: Mapping[str, Any]) -> dict[str, Any]:
             for c in analysis["comparisons"]
         },
     }
-
-
-def _r(value: float | None, digits: int = 3) -> float | None:
-    return None if value is None else round(value, digits)

@@ -9,6 +9,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.results.stats import round_or_none as _r
+
 if TYPE_CHECKING:  # the driver imports this module
     from harness.load.replay import Mode
 
@@ -164,7 +166,3 @@ class RolloutResult:
             "parent_rollout": self.parent_rollout,
             "spawn_delay_ms": _r(self.spawn_delay_ms),
         }
-
-
-def _r(value: float | None, digits: int = 3) -> float | None:
-    return None if value is None else round(value, digits)

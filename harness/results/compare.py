@@ -134,14 +134,14 @@ class Comparison:
         return {
             "baseline_mode": self.baseline_mode,
             "mode": self.mode,
-            "speedup_median": _r(self.speedup_median, 4),
+            "speedup_median": stats.round_or_none(self.speedup_median, 4),
             "ci95": _rl(self.ci95, 4),
-            "ttft_improvement_pct": _r(self.ttft_improvement_pct, 2),
+            "ttft_improvement_pct": stats.round_or_none(self.ttft_improvement_pct, 2),
             "pairs": self.pairs,
-            "model_speedup_median": _r(self.model_speedup_median, 4),
+            "model_speedup_median": stats.round_or_none(self.model_speedup_median, 4),
             "model_ci95": _rl(self.model_ci95, 4),
-            "ttft_p50_baseline_ms": _r(self.ttft_p50_baseline_ms, 3),
-            "ttft_p50_ms": _r(self.ttft_p50_ms, 3),
+            "ttft_p50_baseline_ms": stats.round_or_none(self.ttft_p50_baseline_ms, 3),
+            "ttft_p50_ms": stats.round_or_none(self.ttft_p50_ms, 3),
             "ttft_improvement_ci95_pct": _rl(self.ttft_improvement_ci95_pct, 2),
         }
 
@@ -230,7 +230,9 @@ def tool_time_sensitivity(
         rows.append(
             {
                 "tool_time_fraction": fraction,
-                "speedup_median": _r(statistics.median(speedups), 4) if speedups else None,
+                "speedup_median": stats.round_or_none(statistics.median(speedups), 4)
+                if speedups
+                else None,
                 "pairs": len(speedups),
             }
         )
@@ -355,10 +357,6 @@ def stage_means(samples: Iterable[Mapping[str, Any]], mode: str) -> dict[str, fl
             if isinstance(value, int | float):
                 totals[name] += float(value)
     return {name: total / turns for name, total in sorted(totals.items())} if turns else {}
-
-
-def _r(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(value, digits)
 
 
 def _rl(values: list[float] | None, digits: int) -> list[float] | None:

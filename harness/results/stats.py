@@ -39,6 +39,11 @@ def median(values: Sequence[float]) -> float:
     return percentile(values, 50.0)
 
 
+def round_or_none(value: float | None, digits: int = 3) -> float | None:
+    """`value` rounded for a results file; None (not measured) stays None."""
+    return None if value is None else round(value, digits)
+
+
 def _bootstrap_percentiles(
     xs: Sequence[float], p: float, resamples: int, rng: random.Random
 ) -> list[float]:

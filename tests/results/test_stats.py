@@ -42,3 +42,9 @@ def test_related_turns_give_a_wider_interval_than_resampling_turns_one_by_one() 
     flat_cur = [v for c in cur for v in c]
     _, i_lo, i_hi = stats.bootstrap_relative_change(flat_base, flat_cur, 50.0, seed=0)
     assert c_hi - c_lo > 1.5 * (i_hi - i_lo)
+
+
+def test_round_or_none_rounds_a_figure_and_keeps_none() -> None:
+    assert stats.round_or_none(1.23456) == 1.235  # three digits unless told
+    assert stats.round_or_none(1.23456, 1) == 1.2
+    assert stats.round_or_none(None) is None  # not measured stays not measured
