@@ -32,11 +32,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.errors import WsmodeError
+from harness.report.gate_report import EXIT_BAD_INPUT, CaseFinding, GateReport, MetricFinding
 from harness.report.gate_text import render_markdown, render_text
 from harness.results import stats
 from harness.results.schema import ResultsSchemaError, load_result, ttft_definition
-
-EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 
 LATENCY_METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "turn_e2e_ms", "rollout_e2e_ms")
 GATE_METRICS = (*LATENCY_METRICS, "speedup", "error_rate")
@@ -172,65 +171,6 @@ def config_from_dict(data: Mapping[str, Any], source: str = "thresholds") -> Gat
         if p not in config.thresholds_pct:
             raise GateInputError(f"{source}: no threshold for p{p:g}: add it under [thresholds]")
     return config
-
-
-# -- findings ----------------------------------------------------------------------------------
-@dataclasses.dataclass
-class MetricFinding:
-    mode: str
-    metric: str
-    percentile: float | None  # None for error_rate
-    threshold_pct: float
-    n_baseline: int
-    n_current: int
-    baseline: float | None = None
-    current: float | None = None
-    change_pct: float | None = None  # for error_rate: difference in percentage points
-    ci_pct: tuple[float, float] | None = None
-    p_value: float | None = None  # Mann-Whitney U, informational
-    higher_is_better: bool = False
-    status: str = "ok"  # ok | regression | improvement | noisy | insufficient-data
-    note: str = ""
-
-    @property
-    def label(self) -> str:
-        return self.metric if self.percentile is None else f"{self.metric} p{self.percentile:g}"
-
-
-@dataclasses.dataclass
-class CaseFinding:
-    id: str
-    level: str
-    baseline: str
-    current: str
-    status: str  # regression | fixed | changed | new
-
-
-@dataclasses.dataclass
-class GateReport:
-    kind: str
-    baseline_label: str
-    current_label: str
-    metrics: list[MetricFinding] = dataclasses.field(default_factory=list)
-    cases: list[CaseFinding] = dataclasses.field(default_factory=list)
-    notes: list[str] = dataclasses.field(default_factory=list)
-    require_samples: bool = False
-
-    @property
-    def regressions(self) -> list[str]:
-        out = [f"{m.mode} {m.label}" for m in self.metrics if m.status == "regression"]
-        out += [f"{c.level} {c.id}" for c in self.cases if c.status == "regression"]
-        if self.require_samples:
-            out += [
-                f"{m.mode} {m.label} (insufficient data)"
-                for m in self.metrics
-                if m.status == "insufficient-data"
-            ]
-        return out
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_REGRESSION if self.regressions else EXIT_OK
 
 
 # -- extracting samples ------------------------------------------------------------------------

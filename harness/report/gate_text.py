@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the gate builds the report; this module only reads it
-    from harness.report.gate import GateReport, MetricFinding
+from harness.report.gate_report import GateReport, MetricFinding
 
 
 def _fmt_value(f: MetricFinding, value: float | None) -> str:

@@ -26,6 +26,7 @@ from harness.traces.loader import (
     loads_rollouts,
     parse_rollouts,
     trace_files,
+    validate_rollout,
 )
 from harness.traces.parse import TraceFormatError
 from harness.traces.rollout import (
@@ -73,4 +74,5 @@ __all__ = [
     "parse_rollouts",
     "trace_files",
     "trace_schema",
+    "validate_rollout",
 ]

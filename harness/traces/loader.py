@@ -36,6 +36,7 @@ __all__ = [
     "parse_rollouts",
     "read_objects",
     "trace_files",
+    "validate_rollout",
 ]
 
 _TRACE_SUFFIXES: Final = (".jsonl", ".jsonl.gz")
@@ -203,6 +204,17 @@ def read_objects(lines: Iterable[tuple[int, Any]], label: str) -> Iterator[Rollo
         raise (exc if exc.path is not None else exc.located(label, lineno)) from None
     if current is None:
         raise TraceFormatError("no rollouts in trace", path=label)
+
+
+def validate_rollout(rollout: Rollout) -> None:
+    """Check an in-memory rollout against every rule the loader applies.
+
+    Errors are located as ``<rollout ID>:N`` where N is the line the item would have in a dump
+    (the rollout line is 1, turn i is line i+2).
+    """
+    lines = ((n, obj) for n, obj in enumerate(rollout.to_lines(), start=1))
+    for _ in read_objects(lines, f"<rollout {rollout.id}>"):
+        pass
 
 
 def parse_rollouts(lines: Iterable[str], path: str = "<string>") -> Iterator[Rollout]:

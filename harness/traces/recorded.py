@@ -24,6 +24,7 @@ from harness.traces.format import (
     dump_rollouts,
     estimate_tokens,
     input_message,
+    validate_rollout,
 )
 
 
@@ -281,7 +282,7 @@ class TraceLog:
             if rollout is None:
                 continue
             try:
-                rollout.validate()
+                validate_rollout(rollout)
             except TraceFormatError as exc:
                 if builder.rollout_id not in self.skipped:
                     self.skipped[builder.rollout_id] = str(exc)

@@ -339,15 +339,3 @@ class Rollout:
     def to_lines(self) -> list[JSONObject]:
         """Every line of this rollout, as JSON objects."""
         return [self.header_json(), *(t.to_json(self.id) for t in self.turns)]
-
-    def validate(self) -> None:
-        """Check an in-memory rollout against every rule the loader applies.
-
-        Errors are located as ``<rollout ID>:N`` where N is the line the item would have in a
-        dump (the rollout line is 1, turn i is line i+2).
-        """
-        from harness.traces.loader import read_objects  # the loader builds rollouts
-
-        lines = ((n, obj) for n, obj in enumerate(self.to_lines(), start=1))
-        for _ in read_objects(lines, f"<rollout {self.id}>"):
-            pass

@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import cast
 
+from harness.traces.loader import validate_rollout
 from harness.traces.parse import TraceFormatError, show_value
 from harness.traces.rollout import JSONObject, Rollout
 
@@ -40,7 +41,7 @@ def dump_rollouts(
     if validate:
         ids: set[str] = set()
         for r in items:
-            r.validate()
+            validate_rollout(r)
             if r.id in ids:
                 raise TraceFormatError(
                     f"duplicate rollout id {show_value(r.id)}", field="rollout.id"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness.traces.convert import ABORTED_OUTPUT, convert_chat, convert_codex, iter_codex_sessions
-from harness.traces.format import TraceFormatError, dumps_rollouts, loads_rollouts
+from harness.traces.format import TraceFormatError, dumps_rollouts, loads_rollouts, validate_rollout
 
 SAMPLES = Path(__file__).parent / "samples"
 CODEX = SAMPLES / "codex-rollout.jsonl"
@@ -151,7 +151,7 @@ def test_codex_interrupted_calls_get_aborted_outputs_and_trailing_input_is_dropp
     }
     assert r.meta["synthesized_outputs"] == 1
     assert r.meta["dropped_trailing_inputs"] == 1
-    r.validate()
+    validate_rollout(r)
 
 
 def test_codex_compaction_and_unknown_line_types_are_counted(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from harness.traces.format import (
     load_traces,
     loads_rollouts,
     trace_schema,
+    validate_rollout,
 )
 
 SMOKE = Path(__file__).resolve().parents[2] / "traces" / "smoke.jsonl"
@@ -393,7 +394,7 @@ def test_validate_checks_in_memory_rollouts() -> None:
         ),
     )  # fmt: skip
     with pytest.raises(TraceFormatError) as info:
-        bad.validate()
+        validate_rollout(bad)
     assert str(info.value).startswith("<rollout mem>:2: turn.output[0].name: function")
     with pytest.raises(TraceFormatError, match="undeclared"):
         dump_rollouts([bad], "/nonexistent-dir/never-written.jsonl")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.traces.format import Rollout, dumps_rollouts, load_traces
+from harness.traces.format import Rollout, dumps_rollouts, load_traces, validate_rollout
 from harness.traces.generator import (
     CONTEXT_BOUNDS,
     CORPUS_LAYOUT,
@@ -64,7 +64,7 @@ def test_derive_seed_is_stable_across_processes() -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_each_kind_is_a_valid_tool_calling_rollout(kind: str) -> None:
     r = generate_rollout(kind, 7)
-    r.validate()
+    validate_rollout(r)
     assert r.agent_kind == kind and r.source == "generated"
     low, high = TURNS_RANGE[kind]
     assert low <= len(r.turns) <= high
@@ -167,7 +167,7 @@ def test_tool_outputs_look_like_code_logs_and_listings(sample: list[Rollout]) ->
 def test_parameters_and_errors() -> None:
     short = generate_rollout("refactor", 1, n_turns=3, size_scale=0.1, context_bounds=None)
     assert len(short.turns) == 3
-    short.validate()
+    validate_rollout(short)
     assert short.final_context_tokens < 10_000
     one = generate_rollout("bug_fix", 1, n_turns=1, context_bounds=None, rollout_id="x")
     assert one.id == "x" and not one.turns[0].function_calls

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.protocol.items import part_text
-from harness.traces.format import JSONObject, OutputSpec, Rollout, TraceFormatError, Turn
+from harness.traces.format import (
+    JSONObject,
+    OutputSpec,
+    Rollout,
+    TraceFormatError,
+    Turn,
+    validate_rollout,
+)
 
 #: The output text given to function calls that were never answered.
 ABORTED_OUTPUT = "aborted"
@@ -257,7 +264,7 @@ def infer_tools(turns: Sequence[Turn], declared: Sequence[JSONObject]) -> tuple[
 def finish(rollout: Rollout, path: str | None) -> Rollout:
     """Validate a converted rollout; a failure is the converter's, said as such."""
     try:
-        rollout.validate()
+        validate_rollout(rollout)
     except TraceFormatError as exc:
         raise TraceFormatError(
             f"converted rollout is invalid: {exc}", path=path, field="rollout"
