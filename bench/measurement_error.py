@@ -27,7 +27,7 @@ import argparse
 import asyncio
 import time
 
-from harness.load.embedded_server import EmbeddedServer
+from harness.load.bench.embedded_server import EmbeddedServer
 from harness.load.gc_policy import load_gc
 from harness.load.replay import Endpoint, ReplayOptions, RolloutResult, replay_rollout
 from harness.load.schedule import closed_loop

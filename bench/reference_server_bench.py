@@ -35,7 +35,7 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
-from harness.load.embedded_server import EmbeddedServer
+from harness.load.bench.embedded_server import EmbeddedServer
 from harness.transport.exchange import sse_exchange, ws_exchange
 from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient

@@ -15,7 +15,7 @@ Exception tree (each package's own errors, where they are defined)::
     ├── GateInputError                   harness.report.gate: gate inputs that cannot be compared
     ├── TargetProfileError               harness.conformance.target_profile: a bad target profile
     ├── CaseFailed, Unimplemented        harness.conformance.context: how a case ends early
-    ├── EmbeddedServerError              harness.load.embedded_server: `wsmode serve` did not start
+    ├── EmbeddedServerError              harness.load.bench.embedded_server: `serve` did not start
     └── reference server:                RequestRefused, PlanError, CostProfileError, StoreClosed,
                                          RecordTooLarge, ClientGone, UnsatisfiableSchema
 

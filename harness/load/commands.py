@@ -9,7 +9,7 @@ import os
 import re
 import sys
 
-from harness.load.bench_config import (
+from harness.load.bench.config import (
     CORPORA,
     DEFAULT_CONCURRENCY,
     DEFAULT_PER_KIND,
@@ -18,8 +18,9 @@ from harness.load.bench_config import (
     BenchConfig,
     corpus_traces,
 )
-from harness.load.bench_run import run_bench, usage_error
-from harness.load.embedded_server import DEFAULT_PROFILE, EmbeddedServer
+from harness.load.bench.embedded_server import DEFAULT_PROFILE, EmbeddedServer
+from harness.load.bench.run import run_bench, usage_error
+from harness.load.bench.variants import NOCACHE_VARIANT
 from harness.load.fixed_load import DEFAULT_MODEL, LoadSpec, ShardResult
 from harness.load.fixed_load_run import (
     LoadRun,
@@ -30,7 +31,6 @@ from harness.load.fixed_load_run import (
 )
 from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S
 from harness.load.replay import MODES, Endpoint, parse_mode
-from harness.load.variants import NOCACHE_VARIANT
 from harness.results.schema import utc_now_iso
 from harness.results.store import write_result
 

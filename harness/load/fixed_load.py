@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.load.bench_result import record_turn
+from harness.load.bench.result import record_turn
 from harness.load.replay import (
     Endpoint,
     Mode,

@@ -25,7 +25,7 @@ from multiprocessing.synchronize import Event as EventType
 from typing import Any, TextIO
 
 from harness.errors import WsmodeError
-from harness.load.bench_result import mode_entry
+from harness.load.bench.result import mode_entry
 from harness.load.fixed_load import LoadSpec, ShardResult, run_shard
 from harness.load.gc_policy import load_gc
 from harness.results.schema import finish_result, new_result

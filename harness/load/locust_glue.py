@@ -25,7 +25,7 @@ import threading
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
-from harness.load.bench_result import metric_sets, mode_entry
+from harness.load.bench.result import metric_sets, mode_entry
 from harness.load.gc_policy import load_gc
 from harness.load.replay import RolloutResult
 from harness.results.compare import compare

@@ -152,7 +152,7 @@ def _imported_modules(path: Path) -> set[str]:
 def test_load_modules_import_neither_the_report_package_nor_a_cli_module() -> None:
     """Only the CLI layer (load/commands.py) may reach up to harness.report."""
     load_dir = Path(__file__).resolve().parents[2] / "harness" / "load"
-    for path in sorted(load_dir.glob("*.py")):
+    for path in sorted(load_dir.rglob("*.py")):
         if path.name == "commands.py":
             continue
         imported = _imported_modules(path)
@@ -163,4 +163,4 @@ def test_load_modules_import_neither_the_report_package_nor_a_cli_module() -> No
             or name == "harness.cli"
             or name.endswith(".commands")
         }
-        assert not upward, f"{path.name} imports {sorted(upward)}"
+        assert not upward, f"{path.relative_to(load_dir)} imports {sorted(upward)}"

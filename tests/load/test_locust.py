@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.load.bench_result import metric_sets
-from harness.load.embedded_server import EmbeddedServer
+from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.bench.result import metric_sets
 from harness.load.locust_glue import Collector, build_locust_result
 from harness.load.replay import ReplayOptions, replay_rollout
 from harness.report.board import build_rows, collect_inputs, load_runs

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.load.bench_result import metric_sets
+from harness.load.bench.result import metric_sets
 from harness.load.replay import (
     CONTINUE_TEXT,
     MODES,

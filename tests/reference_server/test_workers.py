@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.load.embedded_server import EmbeddedServer
+from harness.load.bench.embedded_server import EmbeddedServer
 from harness.transport.exchange import ws_exchange
 from harness.transport.ws import WsClient
 from reference_server.workers import HAS_REUSE_PORT

@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from harness.load.bench_recorded import format_recorded
-from harness.load.bench_result import CUT_ERROR, is_cut
+from harness.load.bench.recorded import format_recorded
+from harness.load.bench.result import CUT_ERROR, is_cut
 from harness.load.replay import RolloutResult
 
 

@@ -11,21 +11,22 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main as cli_main
-from harness.load import bench_config, commands
-from harness.load.bench_config import BenchConfig, select_rollouts
-from harness.load.bench_console import format_analysis, format_failures, format_table
-from harness.load.bench_result import CUT_ERROR, BenchRun, baseline_for, build_result
-from harness.load.bench_run import run_bench, run_variants
+from harness.load import commands
+from harness.load.bench import config as bench_config
+from harness.load.bench.config import BenchConfig, select_rollouts
+from harness.load.bench.console import format_analysis, format_failures, format_table
+from harness.load.bench.result import CUT_ERROR, BenchRun, baseline_for, build_result
+from harness.load.bench.run import run_bench, run_variants
+from harness.load.bench.variants import NOCACHE_VARIANT, Variant, build_variants
 from harness.load.commands import derive_urls
 from harness.load.replay import ReplayOptions
-from harness.load.variants import NOCACHE_VARIANT, Variant, build_variants
 from harness.report.bench_html import render_report
 from harness.results.histograms import MetricSet
 from harness.results.schema import load_result, validate_result
 from harness.results.store import list_results
 from harness.traces.format import load_traces
 
-from .replay_support import SMOKE, endpoint, reference_server, run, smoke_rollouts
+from ..replay_support import SMOKE, endpoint, reference_server, run, smoke_rollouts
 
 
 def test_results_json_validates_and_pairs_every_mode(tmp_path: Path) -> None:

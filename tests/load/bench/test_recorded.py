@@ -8,20 +8,20 @@ from pathlib import Path
 import pytest
 
 from harness.cli import build_parser
-from harness.load.bench_config import DEFAULT_TRACES, BenchConfig, corpus_traces
-from harness.load.bench_console import format_analysis
-from harness.load.bench_recorded import format_recorded, recorded_vs_replayed
-from harness.load.bench_result import BenchRun, build_result
-from harness.load.bench_run import run_variants
+from harness.load.bench.config import DEFAULT_TRACES, BenchConfig, corpus_traces
+from harness.load.bench.console import format_analysis
+from harness.load.bench.recorded import format_recorded, recorded_vs_replayed
+from harness.load.bench.result import BenchRun, build_result
+from harness.load.bench.run import run_variants
+from harness.load.bench.variants import Variant
 from harness.load.commands import config_from_args
 from harness.load.replay import ReplayOptions
-from harness.load.variants import Variant
 from harness.report.bench_html import render_report
 from harness.results.schema import validate_result
 from harness.traces.converters.kvcache import convert_kvcache
 from harness.traces.format import OutputSpec, Rollout, Turn, input_message, load_traces
 
-from .replay_support import endpoint, reference_server, run
+from ..replay_support import endpoint, reference_server, run
 
 
 def rollout(observed: list[dict[str, float]]) -> Rollout:
@@ -116,7 +116,7 @@ def test_the_real_corpus_ships_its_provenance() -> None:
 
 
 def test_a_bench_of_a_real_capture_reports_recorded_beside_replayed(tmp_path: Path) -> None:
-    sample = Path(__file__).resolve().parents[1] / "traces/samples/real/kvcache-trace_0022.json"
+    sample = Path(__file__).resolve().parents[2] / "traces/samples/real/kvcache-trace_0022.json"
     rollouts = convert_kvcache(sample)
     config = BenchConfig(traces=str(sample), per_kind=None, modes=("ws", "http"))
     with reference_server(tmp_path / "d") as srv:

@@ -7,17 +7,17 @@ import dataclasses
 import io
 from pathlib import Path
 
-from harness.load.bench_config import BenchConfig
-from harness.load.bench_result import BenchRun
-from harness.load.bench_run import run_variants
+from harness.load.bench.config import BenchConfig
+from harness.load.bench.result import BenchRun
+from harness.load.bench.run import run_variants
+from harness.load.bench.variants import Variant
 from harness.load.replay import ReplayOptions
 from harness.load.schedule import families
-from harness.load.variants import Variant
 from harness.traces.format import Rollout, load_traces
 
-from .replay_support import endpoint, reference_server, run
+from ..replay_support import endpoint, reference_server, run
 
-REAL = Path(__file__).resolve().parents[2] / "traces" / "real" / "kvcache_claude_code.jsonl"
+REAL = Path(__file__).resolve().parents[3] / "traces" / "real" / "kvcache_claude_code.jsonl"
 PARENT = "kvcache-trace_0291"
 SCALE = 0.01  # of the recorded waits and offsets
 SPAWN_TURN_WAIT_MS = 50_000.0  # recorded wait given to the spawning turn (the others: none)

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.load.bench_config import (
+from harness.load.bench.config import (
     BenchConfig,
     check_config,
     describe_bounds,
@@ -32,9 +33,16 @@ from harness.load.bench_config import (
     replayed_rollouts,
     select_rollouts,
 )
-from harness.load.bench_console import Progress, format_analysis, format_failures, format_table
-from harness.load.bench_result import CUT_ERROR, BenchRun, build_result
-from harness.load.embedded_server import EmbeddedServer
+from harness.load.bench.console import Progress, format_analysis, format_failures, format_table
+from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.bench.result import CUT_ERROR, BenchRun, build_result
+from harness.load.bench.variants import (
+    MAIN_SERVER,
+    NOCACHE_VARIANT,
+    Variant,
+    build_variants,
+    embedded_servers,
+)
 from harness.load.gc_policy import load_gc
 from harness.load.liveness import TargetWatch
 from harness.load.replay import HttpClientPool, RolloutResult, TurnResult, replay_rollout
@@ -46,13 +54,6 @@ from harness.load.schedule import (
     interleaved,
     open_loop,
     run_with_spawns,
-)
-from harness.load.variants import (
-    MAIN_SERVER,
-    NOCACHE_VARIANT,
-    Variant,
-    build_variants,
-    embedded_servers,
 )
 from harness.results.schema import utc_now_iso
 from harness.results.store import slug, write_result
@@ -122,13 +123,56 @@ async def run_variants(
                 variant.options.turn_timeout_s,
                 min(slots * widest, len(run.rollouts) * config.repeats),
             )
+    # one watch per target URL (shared with the warm-up): a dead target stops its rollouts
+    replayer = FamilyReplayer(pool, watches if watches is not None else {})
+    try:
+        per_job = await _schedule_jobs(run, pairs, spawns, replayer, progress)
+        return [result for results in per_job for result in results]
+    finally:
+        if own_pool:
+            await pool.aclose()
 
-    # one per target URL (shared with the warm-up): a dead target stops its rollouts
-    watches = watches if watches is not None else {}
 
-    async def replay_one(
-        job: Replay, intended_ns: int | None, turn_ended: Callable[[int], None]
+def _no_turn_hook(turn_index: int) -> None:
+    """A replay without sub-agents: nothing waits for its turns to end."""
+
+
+class FamilyReplayer:
+    """The runner every schedule calls: replays a job, and its sub-agents beside it (each
+    started at its recorded offset after the parent's turn that spawns it). HTTP clients come
+    from one pool; rollouts against one target URL share a `TargetWatch`."""
+
+    def __init__(self, pool: HttpClientPool, watches: dict[str, TargetWatch]) -> None:
+        self.pool = pool
+        self.watches = watches
+
+    async def __call__(self, job: Replay, intended_ns: int | None) -> list[RolloutResult]:
+        """The job's result, then its sub-agents' (depth first)."""
+        if not job.spawns:
+            return [await self.replay(job, intended_ns, _no_turn_hook)]
+        return await run_with_spawns(
+            functools.partial(self.replay, job, intended_ns),
+            job.spawns,
+            functools.partial(self.start_spawn, job),
+            time_scale=job.variant.options.time_scale,
+            not_started=not_spawned,
+        )
+
+    async def start_spawn(
+        self, parent: Replay, spawn: Spawn[Replay], ended_ns: int, at_ns: int
+    ) -> list[RolloutResult]:
+        """A sub-agent of `parent` (with its own), intended to start at `at_ns`; its result
+        names the parent and the delay since the parent's turn ended (`ended_ns`)."""
+        delay_ms = (time.perf_counter_ns() - ended_ns) / 1e6
+        results = await self(spawn.job, at_ns)
+        results[0].parent_rollout = parent.rollout.id
+        results[0].spawn_delay_ms = delay_ms
+        return results
+
+    async def replay(
+        self, job: Replay, intended_ns: int | None, turn_ended: Callable[[int], None]
     ) -> RolloutResult:
+        """One rollout of `job`; `turn_ended(i)` as each of its turns ends well."""
         variant = job.variant
         url = variant.endpoint.for_mode(variant.mode)
 
@@ -143,36 +187,11 @@ async def run_variants(
             variant.options,
             name=variant.name,
             intended_start_ns=intended_ns,
-            http_pool=pool,
+            http_pool=self.pool,
             on_turn=on_turn,
-            watch=watches.setdefault(url, TargetWatch()),
+            watch=self.watches.setdefault(url, TargetWatch()),
         )
         return job.finished
-
-    async def runner(job: Replay, intended_ns: int | None) -> list[RolloutResult]:
-        if not job.spawns:
-            return [await replay_one(job, intended_ns, lambda _: None)]
-
-        async def start(spawn: Spawn[Replay], ended_ns: int, at_ns: int) -> list[RolloutResult]:
-            delay_ms = (time.perf_counter_ns() - ended_ns) / 1e6
-            results = await runner(spawn.job, at_ns)
-            results[0].parent_rollout = job.rollout.id
-            results[0].spawn_delay_ms = delay_ms
-            return results
-
-        return await run_with_spawns(
-            lambda turn_ended: replay_one(job, intended_ns, turn_ended),
-            job.spawns,
-            start,
-            time_scale=job.variant.options.time_scale,
-            not_started=not_spawned,
-        )
-
-    try:
-        return await _schedule(run, pairs, spawns, runner, progress)
-    finally:
-        if own_pool:
-            await pool.aclose()
 
 
 def not_spawned(spawn: Spawn[Replay], parent: RolloutResult) -> list[RolloutResult]:
@@ -192,24 +211,58 @@ def not_spawned(spawn: Spawn[Replay], parent: RolloutResult) -> list[RolloutResu
     return results
 
 
-async def _schedule(
-    run: BenchRun,
-    pairs: list[tuple[Rollout, Variant]],
-    spawns: Mapping[str, Sequence[Spawn[Rollout]]],
-    runner: Callable[[Replay, int | None], Awaitable[list[RolloutResult]]],
-    progress: TextIO | None,
-) -> list[RolloutResult]:
-    per_job = await _schedule_jobs(run, pairs, spawns, runner, progress)
-    return [result for results in per_job for result in results]
+JobResults = list[RolloutResult]  # a job's results: its rollout's, then its sub-agents'
+
+
+@dataclass(frozen=True, slots=True)
+class JobSchedule:
+    """How a run's jobs are scheduled (harness.load.schedule): the load pattern and its bounds.
+    A sweep runs the closed loop once per level, with `concurrency` set to the level."""
+
+    open_loop: bool
+    concurrency: int  # closed loop: workers; open loop: at most in flight
+    rate_per_s: float
+    seed: int
+    duration_s: float | None
+    max_jobs: int | None
+    cut: Callable[[Replay], JobResults]
+
+    async def run(
+        self,
+        jobs: Sequence[Replay],
+        runner: FamilyReplayer,
+        on_done: Callable[[JobResults], None] | None,
+    ) -> list[JobResults]:
+        if self.open_loop:
+            return await open_loop(
+                jobs,
+                runner,
+                rate_per_s=self.rate_per_s,
+                seed=self.seed,
+                max_in_flight=self.concurrency,
+                duration_s=self.duration_s,
+                max_jobs=self.max_jobs,
+                on_done=on_done,
+                cut=self.cut,
+            )
+        return await closed_loop(
+            jobs,
+            runner,
+            concurrency=self.concurrency,
+            duration_s=self.duration_s,
+            max_jobs=self.max_jobs,
+            on_done=on_done,
+            cut=self.cut,
+        )
 
 
 async def _schedule_jobs(
     run: BenchRun,
     pairs: list[tuple[Rollout, Variant]],
     spawns: Mapping[str, Sequence[Spawn[Rollout]]],
-    runner: Callable[[Replay, int | None], Awaitable[list[RolloutResult]]],
+    runner: FamilyReplayer,
     progress: TextIO | None,
-) -> list[list[RolloutResult]]:
+) -> list[JobResults]:
     """Each job is a rollout with its sub-agents; its results: the rollout's, then theirs."""
     config = run.config
     # pairs are interleaved (every variant per rollout), so a prefix of N x variants pairs
@@ -217,44 +270,39 @@ async def _schedule_jobs(
     variant_count = len({v.name for _, v in pairs})
     max_jobs = config.max_rollouts * variant_count if config.max_rollouts is not None else None
 
-    def on_done(jobs: Sequence[Replay]) -> Callable[[list[RolloutResult]], None] | None:
+    def on_done(jobs: Sequence[Replay]) -> Callable[[JobResults], None] | None:
         if progress is None:
             return None
         totals = Counter(m.variant.name for j in jobs[:max_jobs] for m in j.family())
         show = Progress(totals, progress)
 
-        def each(results: list[RolloutResult]) -> None:
+        def each(results: JobResults) -> None:
             for result in results:
                 show(result)
 
         return each
 
-    def cut(job: Replay) -> list[RolloutResult]:
+    def cut(job: Replay) -> JobResults:
         return [m.finished or cut_result(m, config.duration_s) for m in job.family()]
 
-    bounds: dict[str, Any] = {"duration_s": config.duration_s, "max_jobs": max_jobs, "cut": cut}
+    schedule = JobSchedule(
+        open_loop=config.schedule == "open",
+        concurrency=config.concurrency,
+        rate_per_s=config.rate_per_s,
+        seed=config.seed,
+        duration_s=config.duration_s,
+        max_jobs=max_jobs,
+        cut=cut,
+    )
     if config.schedule == "sweep":
-        results: list[list[RolloutResult]] = []
+        results: list[JobResults] = []
         for level in config.sweep_levels:
             jobs = [make_replay(r, replace(v, name=f"{v.name}-c{level}"), spawns) for r, v in pairs]
-            results += await closed_loop(
-                jobs, runner, concurrency=level, on_done=on_done(jobs), **bounds
-            )
+            at_level = replace(schedule, concurrency=level)
+            results += await at_level.run(jobs, runner, on_done(jobs))
         return results
     jobs = [make_replay(r, v, spawns) for r, v in pairs]
-    if config.schedule == "open":
-        return await open_loop(
-            jobs,
-            runner,
-            rate_per_s=config.rate_per_s,
-            seed=config.seed,
-            max_in_flight=config.concurrency,
-            on_done=on_done(jobs),
-            **bounds,
-        )
-    return await closed_loop(
-        jobs, runner, concurrency=config.concurrency, on_done=on_done(jobs), **bounds
-    )
+    return await schedule.run(jobs, runner, on_done(jobs))
 
 
 def cut_result(job: Replay, limit_s: float | None) -> RolloutResult:

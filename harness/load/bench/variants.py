@@ -16,8 +16,8 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
-from harness.load.bench_config import BenchConfig
-from harness.load.embedded_server import EmbeddedServer
+from harness.load.bench.config import BenchConfig
+from harness.load.bench.embedded_server import EmbeddedServer
 from harness.load.replay import Endpoint, Mode, ReplayOptions
 
 OPTIMIZATION_FLAGS = ("render_cache", "incremental_checks", "routing_reuse", "async_post")
