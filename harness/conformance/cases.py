@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from harness.conformance.model import CaseMeta, Level
+from harness.conformance.model import CaseMeta
 from harness.conformance.rules import rule_level
+from harness.protocol.levels import RequirementLevel
 
 F = TypeVar("F", bound=Callable[..., Any])
 ATTRIBUTE = "wsmode_case"
@@ -33,7 +34,7 @@ def section_of(case_id: str) -> str:
 def case(
     case_id: str,
     *,
-    level: Level,
+    level: RequirementLevel,
     category: str,
     title: str,
     rules: Sequence[str] = (),

@@ -17,7 +17,8 @@ from typing import Final
 
 from harness.bundled import suites_dir
 from harness.conformance.cases import CATALOG
-from harness.conformance.model import CATEGORIES, LEVELS, CaseMeta
+from harness.conformance.model import CATEGORIES, CaseMeta
+from harness.protocol.levels import REQUIREMENT_LEVELS
 
 SUITES_DIR: Final = suites_dir()
 START: Final = "<!-- cases:start -->"
@@ -47,9 +48,9 @@ def count_table(cases: Sequence[CaseMeta]) -> str:
     counts = Counter((c.category, c.level) for c in cases)
     lines = ["| category | MUST | SHOULD | MAY | total |", "|---|---|---|---|---|"]
     for category, title in CATEGORIES.items():
-        row = [counts[(category, level)] for level in LEVELS]
+        row = [counts[(category, level)] for level in REQUIREMENT_LEVELS]
         lines.append(f"| {title} | " + " | ".join(map(str, row)) + f" | {sum(row)} |")
-    totals = [sum(counts[(c, level)] for c in CATEGORIES) for level in LEVELS]
+    totals = [sum(counts[(c, level)] for c in CATEGORIES) for level in REQUIREMENT_LEVELS]
     lines.append("| **all** | " + " | ".join(map(str, totals)) + f" | {sum(totals)} |")
     return "\n".join(lines) + "\n"
 

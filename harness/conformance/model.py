@@ -21,11 +21,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Level = Literal["MUST", "SHOULD", "MAY"]
-LEVELS: tuple[Level, ...] = ("MUST", "SHOULD", "MAY")
-_RANK: dict[str, int] = {"MUST": 0, "SHOULD": 1, "MAY": 2}
+from harness.protocol.levels import REQUIREMENT_LEVELS, RequirementLevel
+
+_RANK: dict[str, int] = {level: rank for rank, level in enumerate(REQUIREMENT_LEVELS)}
 
 CATEGORIES: dict[str, str] = {
     "handshake": "Handshake and transport",
@@ -60,33 +60,24 @@ VERDICT_ORDER: tuple[str, ...] = (
 )
 
 
-def weaker(a: Level, b: Level) -> Level:
+def weaker(a: RequirementLevel, b: RequirementLevel) -> RequirementLevel:
     """The weaker of two levels: a MUST rule judged in a SHOULD case counts as SHOULD."""
     return a if _RANK[a] >= _RANK[b] else b
-
-
-def normalize_level(level: str) -> Level:
-    """Rule tables say MUST / SHOULD / INFO; INFO is judged like MAY."""
-    if level == "MUST":
-        return "MUST"
-    if level == "SHOULD":
-        return "SHOULD"
-    return "MAY"
 
 
 @dataclass(frozen=True, slots=True)
 class CaseMeta:
     id: str
     section: str
-    level: Level
+    level: RequirementLevel
     category: str
     title: str  # the one-line expectation
     rules: tuple[str, ...] = ()  # rule ids this case judges
     requires: tuple[str, ...] = ()  # target capabilities it needs
 
     def __post_init__(self) -> None:
-        if self.level not in LEVELS:
-            raise ValueError(f"case {self.id}: level must be one of {LEVELS}")
+        if self.level not in REQUIREMENT_LEVELS:
+            raise ValueError(f"case {self.id}: level must be one of {REQUIREMENT_LEVELS}")
         if self.category not in CATEGORIES:
             raise ValueError(f"case {self.id}: unknown category {self.category!r}")
         if not self.id.startswith(self.section + "."):
@@ -98,7 +89,7 @@ class Finding:
     """A rule the target broke, seen by this case."""
 
     rule_id: str
-    level: Level
+    level: RequirementLevel
     message: str
     sequence_number: int | None = None
 
@@ -123,7 +114,7 @@ class Outcome:
     harness_error: str | None = None  # the harness broke (a bug in wsmode)
 
 
-def decide_verdict(level: Level, outcome: Outcome) -> Verdict:
+def decide_verdict(level: RequirementLevel, outcome: Outcome) -> Verdict:
     if outcome.harness_error is not None:
         return Verdict.ERROR
     if outcome.unimplemented is not None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.protocol.accumulator import ResponseAccumulator
+from harness.protocol.levels import StreamRuleLevel
 from harness.protocol.stream import StreamAccumulator
 from harness.protocol.stream_rules import Violation
 from harness.transport.sse_wire import SseParser, block_fields
@@ -64,7 +65,7 @@ class Stream:
 @dataclass(frozen=True, slots=True)
 class CheckFinding:
     rule_id: str
-    level: str  # MUST / SHOULD / INFO
+    level: StreamRuleLevel
     message: str
     count: int
     where: str

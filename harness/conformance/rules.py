@@ -1,6 +1,6 @@
 """Every rule id a conformance case can report, with its level and meaning.
 
-The stream rules come from the protocol core (`harness.protocol.accumulator.RULES`); the rules
+The stream rules come from the protocol core (`harness.protocol.stream_rules.RULES`); the rules
 below are the ones only a checker driving a live target can see (handshake, cache, queueing,
 limits, HTTP parity, the SDK's second opinion). Ids are stable: cases, reports and the kill
 matrix refer to them.
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from harness.conformance.model import Level, normalize_level
+from harness.protocol.levels import RequirementLevel, as_requirement
 from harness.protocol.stream_rules import RULES as STREAM_RULES
 
-HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
+HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     # transport: what a misbehaving target looks like from the client
     "transport.stall": ("MUST", "every awaited event arrives within the event timeout"),
     "transport.closed": ("MUST", "the target keeps the socket open unless the protocol closes it"),
@@ -165,11 +165,11 @@ HARNESS_RULES: Final[dict[str, tuple[Level, str]]] = {
 }
 
 
-def rule_level(rule_id: str) -> Level:
+def rule_level(rule_id: str) -> RequirementLevel:
     if rule_id in HARNESS_RULES:
         return HARNESS_RULES[rule_id][0]
     if rule_id in STREAM_RULES:
-        return normalize_level(STREAM_RULES[rule_id][0])
+        return as_requirement(STREAM_RULES[rule_id][0])
     raise KeyError(f"unknown rule id {rule_id!r}")
 
 

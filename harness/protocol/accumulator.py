@@ -42,9 +42,6 @@ from harness.protocol.stream_rules import (
 from harness.protocol.stream_rules import (
     TERMINAL_STATUSES as TERMINAL_STATUSES,
 )
-from harness.protocol.stream_rules import (  # re-exported: the accumulator's public names
-    Level as Level,
-)
 from harness.protocol.stream_rules import (
     Violation as Violation,
 )

@@ -7,13 +7,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-Level = Literal["MUST", "SHOULD", "INFO"]
+from harness.protocol.levels import StreamRuleLevel
 
-# Every rule the accumulator can report, with its level and what it means. Rule ids are stable:
-# conformance cases, fault tests and reports refer to them.
-RULES: dict[str, tuple[Level, str]] = {
+# Every rule the accumulator can report, with its level (levels.py: MUST, SHOULD, or INFO for an
+# observation never failed) and what it means. Rule ids are stable: conformance cases, fault
+# tests and reports refer to them.
+RULES: dict[str, tuple[StreamRuleLevel, str]] = {
     "event.schema": ("MUST", "a known event type carries its required fields with the right types"),
     "event.unknown_type": ("INFO", "unknown event types pass through (reported, never failed)"),
     "event.flat_error": (
@@ -83,7 +83,7 @@ class Violation:
     count: int = 1  # events that broke the rule for the same cause
 
     @property
-    def level(self) -> Level:
+    def level(self) -> StreamRuleLevel:
         return RULES[self.rule_id][0]
 
     def describe(self) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import WsmodeError
+from harness.protocol.levels import REQUIREMENT_LEVELS
 from harness.protocol.timing_marks import LEGACY_TTFT_DEFINITION, TTFT_DEFINITION
 from harness.results.machine import harness_info, machine_info
 
@@ -36,7 +37,6 @@ SCHEMA_JSON_PATH = Path(__file__).with_name("results_schema.json")
 
 KINDS = ("bench", "certify")
 KNOWN_MODES = ("ws", "http", "http-chained")
-LEVELS = ("MUST", "SHOULD", "MAY")
 VERDICTS = (
     "PASS",
     "FAIL",
@@ -485,9 +485,10 @@ def _validate_certify(certify: dict[str, Any]) -> None:
             raise _fail(f"{path}.id", f"duplicate case id {case_id!r}")
         seen.add(str(case_id))
         _str(case, "section", path)
-        if _get(case, "level", path) not in LEVELS:
+        if _get(case, "level", path) not in REQUIREMENT_LEVELS:
             raise _fail(
-                f"{path}.level", f"must be one of {', '.join(LEVELS)}, got {case['level']!r}"
+                f"{path}.level",
+                f"must be one of {', '.join(REQUIREMENT_LEVELS)}, got {case['level']!r}",
             )
         _str(case, "title", path)
         if _get(case, "verdict", path) not in VERDICTS:
