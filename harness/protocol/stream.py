@@ -37,6 +37,20 @@ def _continues(active: ResponseAccumulator, event: Mapping[str, Any]) -> bool:
     return active.response_id is None or new_id == active.response_id
 
 
+def is_request_error(event: Mapping[str, Any], response: ResponseAccumulator | None) -> bool:
+    """Whether `event` is a request-level `error`: one that comes before any event of its
+    response (`response` is None or has taken none), so the request was refused and no response
+    failed (PROTOCOL.md §4.1)."""
+    return event.get("type") == "error" and (response is None or response.event_count == 0)
+
+
+def is_unnumbered_error(event: Mapping[str, Any]) -> bool:
+    """An `error` without a sequence_number. Only a running response's errors are numbered
+    (PROTOCOL.md §4.1), so on a socket that carries several requests it answers another request
+    (a bad frame sent mid-stream), not the running response."""
+    return event.get("type") == "error" and not isinstance(event.get("sequence_number"), int)
+
+
 @dataclass(slots=True)
 class RequestError:
     """An `error` that belongs to no running response: the request was refused."""
@@ -77,9 +91,7 @@ class StreamAccumulator:
         active = self.current.get(lane)
         event_type = event.get("type")
         self._check_after_terminal(lane, event)
-        if event_type == "error" and (
-            active is None or not isinstance(event.get("sequence_number"), int)
-        ):
+        if is_request_error(event, active) or is_unnumbered_error(event):
             request_error = RequestError(ApiError.from_event(dict(event)), dict(event), lane)
             if is_flat_error(event):
                 self._violate("event.flat_error", "error event with a flat {code, message}")
@@ -111,12 +123,11 @@ class StreamAccumulator:
         """A stray between a lane's terminal and its next create is the ended response's
         `lifecycle.after_terminal` (a request-level error is not a stray)."""
         ended = self.ended.get(lane)
-        event_type = event.get("type")
         if ended is None:
             return
-        if event_type in ("response.created", "response.queued"):
+        if event.get("type") in ("response.created", "response.queued"):
             del self.ended[lane]
-        elif not (event_type == "error" and not isinstance(event.get("sequence_number"), int)):
+        elif not is_unnumbered_error(event):
             ended.after_terminal(event)
 
     def _violate(self, rule_id: str, message: str) -> None:

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.items import content_text, is_model_output, summary_text
+from harness.protocol.stream import is_request_error
 from harness.protocol.timing_marks import is_first_token_candidate, is_output_event
 from harness.traces.convert import custom_call_arguments, infer_tools
 from harness.traces.format import (
@@ -40,12 +41,11 @@ class Observed:
     connection: int | None = None  # which client connection it came on (HTTP)
 
     def feed(self, event: Mapping[str, Any], at_ns: int) -> None:
-        event_type = str(event.get("type", ""))
         if self.first_output_ns is None and is_output_event(event):
             self.first_output_ns = at_ns
         if self.first_token_ns is None and is_first_token_candidate(event):
             self.first_token_ns = at_ns
-        if event_type == "error" and self.accumulator.event_count == 0:
+        if is_request_error(event, self.accumulator):
             self.terminal_ns = at_ns  # a refused request
             return
         self.accumulator.feed(event)

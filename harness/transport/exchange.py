@@ -19,7 +19,7 @@ from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.errors import ApiError
 from harness.protocol.requests import create_event
 from harness.protocol.state import Phase
-from harness.protocol.stream import RequestError, StreamAccumulator
+from harness.protocol.stream import RequestError, StreamAccumulator, is_request_error
 from harness.protocol.timing_marks import (
     is_content_delta,
     is_first_token_candidate,
@@ -168,7 +168,7 @@ async def sse_exchange(client: SseClient, body: Mapping[str, Any], *, timeout_s:
     try:
         async for timed in stream:
             exchange.events.append(timed)
-            if timed.type == "error" and accumulator.event_count == 0:
+            if is_request_error(timed.event, accumulator):
                 exchange.request_error = ApiError.from_event(timed.event)
                 continue
             accumulator.feed(timed.event)

@@ -8,7 +8,12 @@ import pytest
 
 from harness.protocol.accumulator import RULES, ResponseAccumulator
 from harness.protocol.errors import RemoteProtocolError
-from harness.protocol.stream import StreamAccumulator
+from harness.protocol.stream import (
+    RequestError,
+    StreamAccumulator,
+    is_request_error,
+    is_unnumbered_error,
+)
 
 from .conftest import full_stream
 
@@ -236,6 +241,35 @@ def test_stream_accumulator_splits_responses_and_request_errors() -> None:
     assert not hasattr(routed, "response_id")
     assert stream.request_errors[0].error.code == "previous_response_not_found"
     assert list(stream.all_violations()) == []
+
+
+def test_an_error_before_any_event_of_its_response_is_a_request_error() -> None:
+    from harness.protocol.errors import previous_response_not_found, server_error
+
+    refused = previous_response_not_found("resp_x").to_event()
+    numbered = {**server_error().to_event(), "sequence_number": 2}
+    started = ResponseAccumulator()
+    started.feed(full_stream("resp_1")[0])
+    assert is_request_error(refused, None) and is_request_error(refused, ResponseAccumulator())
+    assert is_request_error(numbered, None)  # no response has begun: the request was refused
+    assert not is_request_error(numbered, started) and not is_request_error(refused, started)
+    assert not is_request_error(full_stream("resp_1")[0], None)  # not an error at all
+
+
+def test_on_a_socket_an_unnumbered_error_mid_stream_answers_another_request() -> None:
+    from harness.protocol.errors import previous_response_not_found, server_error
+
+    events = full_stream("resp_1")
+    stream = StreamAccumulator()
+    for event in events[:2]:
+        stream.feed(event)
+    refused = previous_response_not_found("resp_x").to_event()
+    assert is_unnumbered_error(refused)
+    assert isinstance(stream.feed(refused), RequestError)  # a bad frame sent mid-stream
+    numbered = {**server_error().to_event(), "sequence_number": 2}
+    assert not is_unnumbered_error(numbered)
+    routed = stream.feed(numbered)
+    assert isinstance(routed, ResponseAccumulator) and routed.error is not None
 
 
 def test_stream_accumulator_flags_interleaved_responses() -> None:
