@@ -29,7 +29,8 @@ import time
 
 from harness.load.bench.embedded_server import EmbeddedServer
 from harness.load.gc_policy import load_gc
-from harness.load.replay import Endpoint, ReplayOptions, RolloutResult, replay_rollout
+from harness.load.replay import Endpoint, ReplayOptions, replay_rollout
+from harness.load.replay_results import RolloutResult
 from harness.load.schedule import closed_loop
 from harness.results.stats import percentile
 from harness.traces.format import Rollout, load_traces

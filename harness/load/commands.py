@@ -30,7 +30,8 @@ from harness.load.fixed_load_run import (
     run_processes,
 )
 from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S
-from harness.load.replay import MODES, Endpoint, parse_mode
+from harness.load.modes import MODES, parse_mode
+from harness.load.replay import Endpoint
 from harness.results.schema import utc_now_iso
 from harness.results.store import write_result
 

@@ -36,16 +36,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.load.bench.result import record_turn
-from harness.load.replay import (
-    Endpoint,
-    Mode,
-    ReplayOptions,
-    Session,
-    TurnResult,
-    exchange_error,
-    fill_metrics,
-    parse_mode,
-)
+from harness.load.modes import Mode, parse_mode
+from harness.load.replay import Endpoint, ReplayOptions, Session, exchange_error, fill_metrics
+from harness.load.replay_results import TurnResult
 from harness.results.histograms import MetricSet
 from harness.transport.events import TransportError
 from harness.transport.exchange import Exchange

@@ -28,15 +28,9 @@ from locust import User, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
 from harness.load.locust_glue import PAYLOAD_KEY, AsyncioBridge, Collector, build_locust_result
-from harness.load.replay import (
-    Endpoint,
-    HttpClientPool,
-    Mode,
-    ReplayOptions,
-    RolloutResult,
-    TurnResult,
-    replay_rollout,
-)
+from harness.load.modes import Mode
+from harness.load.replay import Endpoint, HttpClientPool, ReplayOptions, replay_rollout
+from harness.load.replay_results import RolloutResult, TurnResult
 from harness.results.schema import utc_now_iso
 from harness.results.store import slug, write_result
 from harness.traces.format import Rollout, load_traces

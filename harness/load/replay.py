@@ -42,11 +42,11 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, get_args
+from typing import Any
 
 from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S, TargetWatch
-from harness.load.replay_results import RolloutResult as RolloutResult
-from harness.load.replay_results import TurnResult as TurnResult
+from harness.load.modes import Mode, parse_mode
+from harness.load.replay_results import RolloutResult, TurnResult
 from harness.protocol.accumulator import RULES
 from harness.protocol.events import NON_OUTPUT_TYPES
 from harness.protocol.items import content_text, history_item, summary_text
@@ -56,17 +56,8 @@ from harness.transport.exchange import Exchange, sse_exchange, ws_exchange
 from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient
 
-Mode = Literal["ws", "http", "http-chained"]
-MODES: tuple[Mode, ...] = get_args(Mode)
-
 GENERIC_OUTPUT = "ok"
 CONTINUE_TEXT = "Continue."
-
-
-def parse_mode(value: str) -> Mode:
-    if value not in MODES:
-        raise ValueError(f"unknown mode {value!r}; expected one of {', '.join(MODES)}")
-    return value
 
 
 @dataclass(frozen=True, slots=True)

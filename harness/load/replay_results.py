@@ -7,14 +7,10 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from harness.load.modes import Mode
 from harness.results.stats import round_or_none as _r
-
-if TYPE_CHECKING:  # the driver imports this module
-    from harness.load.replay import Mode
-
-__all__ = ["RolloutResult", "TurnResult"]
 
 
 @dataclass(slots=True)

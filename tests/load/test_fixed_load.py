@@ -12,7 +12,9 @@ import pytest
 from harness.cli import main as cli_main
 from harness.load.fixed_load import LoadSpec, ShardResult, request_body, run_shard
 from harness.load.fixed_load_run import run_processes
-from harness.load.replay import Endpoint, Mode, TurnResult
+from harness.load.modes import Mode
+from harness.load.replay import Endpoint
+from harness.load.replay_results import TurnResult
 from harness.results.histograms import LatencyHistogram
 from harness.results.schema import load_result
 from harness.transport.exchange import Exchange, sse_exchange, ws_exchange

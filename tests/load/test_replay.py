@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness.load.bench.result import metric_sets
+from harness.load.modes import MODES, Mode
 from harness.load.replay import (
     CONTINUE_TEXT,
-    MODES,
-    Mode,
     ReplayOptions,
     RolloutState,
     answer_calls,

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness.load.replay import MODES, Endpoint, ReplayOptions, replay_rollout
+from harness.load.modes import MODES
+from harness.load.replay import Endpoint, ReplayOptions, replay_rollout
 from harness.traces.convert import custom_call_arguments
 from harness.traces.format import OutputSpec, Rollout, input_message, load_traces
 from harness.traces.recorded import Observed, TraceLog, new_items_of_stateless

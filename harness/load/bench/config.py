@@ -20,7 +20,7 @@ from typing import Any
 from harness.bundled import BundledDataMissing, corpus_dir, real_corpus_dir
 from harness.load.bench.embedded_server import DEFAULT_PROFILE
 from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S
-from harness.load.replay import MODES, Mode
+from harness.load.modes import MODES, Mode
 from harness.load.schedule import families, family_members
 from harness.traces.format import Rollout
 

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from harness.load.bench.recorded import format_recorded
 from harness.load.bench.result import CUT_ERROR, is_cut
-from harness.load.replay import RolloutResult
+from harness.load.replay_results import RolloutResult
 
 
 class Progress:

@@ -45,7 +45,8 @@ from harness.load.bench.variants import (
 )
 from harness.load.gc_policy import load_gc
 from harness.load.liveness import TargetWatch
-from harness.load.replay import HttpClientPool, RolloutResult, TurnResult, replay_rollout
+from harness.load.replay import HttpClientPool, replay_rollout
+from harness.load.replay_results import RolloutResult, TurnResult
 from harness.load.schedule import (
     Spawn,
     closed_loop,
