@@ -27,6 +27,7 @@ from harness.conformance.summary import (
     target_line,
 )
 from harness.conformance.wirelog import format_entries
+from harness.results.page import html_page
 from harness.results.schema import VERDICTS, dumps_result
 from harness.results.store import slug, timestamp_slug
 
@@ -186,8 +187,6 @@ def render_html(result: Mapping[str, Any], *, strict: bool) -> str:
     summary = certify["summary"]
     cases: list[Mapping[str, Any]] = certify["cases"]
     out = [
-        "<!doctype html><html lang=en><meta charset=utf-8>",
-        f"<title>wsmode certify: {_e(target['name'])}</title><style>{_CSS}</style>",
         f"<h1>wsmode certify: {_e(target['name'])}</h1>",
         f"<p class=meta>{_e(target['url'])}"
         + (f" · {_e(target['version'])}" if target.get("version") else "")
@@ -245,8 +244,7 @@ def render_html(result: Mapping[str, Any], *, strict: bool) -> str:
     )
     for case in cases:
         out.append(_case_section(case))
-    out.append("</html>\n")
-    return "\n".join(out)
+    return html_page(title=f"wsmode certify: {target['name']}", css=_CSS, body=out)
 
 
 def _causes_table(causes: list[RootCause]) -> str:
@@ -430,8 +428,6 @@ def render_matrix_markdown(results: Sequence[Mapping[str, Any]]) -> str:
 def render_matrix_html(results: Sequence[Mapping[str, Any]]) -> str:
     names = _columns(results)
     out = [
-        "<!doctype html><html lang=en><meta charset=utf-8>",
-        f"<title>wsmode certify matrix</title><style>{_CSS}</style>",
         "<h1>wsmode certify: cases × implementations</h1><table><tr><th>case</th><th>level</th>",
         "<th>expectation</th>",
     ]
@@ -452,8 +448,8 @@ def render_matrix_html(results: Sequence[Mapping[str, Any]]) -> str:
             + "".join(f"<td>{_verdict(v) if v else '—'}</td>" for v in row["verdicts"])
             + "</tr>"
         )
-    out.append("</table></html>\n")
-    return "\n".join(out)
+    out.append("</table>")
+    return html_page(title="wsmode certify matrix", css=_CSS, body=out)
 
 
 def write_matrix(directory: Path, results: Sequence[Mapping[str, Any]]) -> dict[str, Path]:

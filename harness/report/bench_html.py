@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.report.svg import Bar, Series, bar_chart, cdf_chart, color, fmt_ms
 from harness.results.histograms import MetricSet
+from harness.results.page import html_page
 from harness.results.schema import ttft_definition
 
 _FONT = 'font-family="system-ui, sans-serif" font-size="12"'
@@ -178,18 +179,14 @@ def render_report(result: Mapping[str, Any]) -> str:
         *_ablation_section(analysis.get("ablation", [])),
         *_stages_section(analysis),
         *_run_section(result),
-        "</body></html>",
     ]
-    return "\n".join(parts)
+    return html_page(title=f"wsmode bench — {result['target']['name']}", css=_CSS, body=parts)
 
 
 def _head_section(result: Mapping[str, Any]) -> list[str]:
     bench = result["bench"]
     config = result.get("config", {})
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>wsmode bench — {escape(result['target']['name'])}</title>",
-        f"<style>{_CSS}</style></head><body>",
         f"<h1>wsmode bench — {escape(result['target']['name'])}</h1>",
         f"<p class='note'>{escape(result['started_at'])} → {escape(str(result['ended_at']))}; "
         f"profile {escape(str(result.get('profile')))}; time_scale {bench['time_scale']} "

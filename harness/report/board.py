@@ -27,6 +27,7 @@ from harness.report.gate import paired_speedups
 from harness.report.svg import Bar, Series, bar_chart, cdf_chart, fmt_ms
 from harness.results import stats
 from harness.results.histograms import LatencyHistogram, MetricSet
+from harness.results.page import html_page
 from harness.results.schema import (
     SCHEMA_VERSION,
     TTFT_DEFINITIONS,
@@ -293,10 +294,6 @@ def _cells(row: Row) -> list[str]:
 
 def render_html(rows: Sequence[Row], runs: Sequence[Run], *, title: str) -> str:
     out = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(title)}</title>",
-        f"<style>{_CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
         f'<p class="sub">Ranked by time to first token, median, in <code>{RANK_MODE}</code> mode. '
         "Values in parentheses are the min–max across repeat runs; the speedup is the median "
@@ -369,8 +366,7 @@ def render_html(rows: Sequence[Row], runs: Sequence[Run], *, title: str) -> str:
             f"<h4>Environment</h4><pre>{escape(json.dumps(env, indent=2))}</pre>"
             f"<h4>Config</h4><pre>{escape(json.dumps(r['config'], indent=2))}</pre></details></div>"
         )
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+    return html_page(title=title, css=_CSS, body=out)
 
 
 def _cdf_points(hist: LatencyHistogram | None) -> list[tuple[float, float]]:

@@ -77,6 +77,7 @@ def test_the_run_writes_three_files_and_json_is_a_valid_result(tmp_path: Path) -
 
 def test_html_escapes_and_shows_the_frames_of_every_case_that_did_not_pass() -> None:
     page = render_html(make_result("alpha", VERDICTS), strict=True)
+    assert page.startswith("<!doctype html>") and page.endswith("</body></html>\n")  # the shell
     assert "&lt;script&gt;" in page and "<script>" not in page
     assert page.count("<tr class=send>") == len(VERDICTS) - 1  # a PASS case's are in the JSON
     assert "wire-log rows in report.json (a passing case)" in page

@@ -16,6 +16,7 @@ def test_the_report_names_its_ttft_definition_old_files_included(
     current = synth.bench(rollouts=2, turns=2)
     html = render_report(current)
     assert "first event carrying generated content" in html and "TTFE p50" in html
+    assert html.startswith("<!doctype html>") and html.endswith("</body></html>\n")  # the shell
     old = json.loads(dumps_result(current))
     old["schema_version"] = 1
     del old["bench"]["ttft_definition"]

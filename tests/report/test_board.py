@@ -107,6 +107,7 @@ def test_board_writes_html_markdown_and_raw_copies(results_root: Path, tmp_path:
     assert cli_main(["board", str(results_root), "--out", str(out)]) == 0
     html = (out / "index.html").read_text()
     md = (out / "leaderboard.md").read_text()
+    assert html.startswith("<!doctype html>") and html.endswith("</body></html>\n")  # the shell
     assert "<script" not in html and "http://" not in html.replace(
         'xmlns="http://www.w3.org/2000/svg"', ""
     )
