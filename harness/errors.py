@@ -3,21 +3,33 @@
 Exception tree (each package's own errors, where they are defined)::
 
     WsmodeError
+    ├── BundledDataMissing               harness.bundled: neither the wheel nor a checkout has it
     ├── ProtocolError                    harness.protocol.errors: a grammar rule broken (`rule_id`)
     │   ├── LocalProtocolError           our own emitter produced an illegal event: a bug in wsmode
     │   └── RemoteProtocolError          a peer's stream broke a rule (`raise_on=` callers only)
     ├── InvalidRequest                   harness.protocol.requests: a client event we refuse
     ├── WireFormatError                  harness.protocol.wire: JSON outside the strict subset
     ├── TransportError                   harness.transport.events: refused, closed, stalled, garbage
-    │   ├── TargetTimeout, TargetClosed, HttpStatusError, GarbageFrame
-    ├── TraceFormatError                 harness.traces.format: an unusable trace or source file
+    │   ├── TargetTimeout, HttpStatusError, GarbageFrame
+    │   └── TargetClosed
+    │       └── FrameTooLarge            a frame over the client's limit (closed with 1009)
+    ├── TraceFormatError                 harness.traces.parse: an unusable trace or source file
     ├── ResultsSchemaError               harness.results.schema: a results file that is not valid
     ├── GateInputError                   harness.report.gate: gate inputs that cannot be compared
     ├── TargetProfileError               harness.conformance.target_profile: a bad target profile
-    ├── CaseFailed, Unimplemented        harness.conformance.context: how a case ends early
+    ├── CaseFailed                       harness.conformance.context: a case ends early, failed
+    │   └── PreconditionNotMet           the target could not be brought into the case's state
+    ├── Unimplemented                    harness.conformance.context: the target lacks a capability
+    ├── TargetStopped                    harness.conformance.liveness: the target stopped answering
+    ├── UnreadableInput                  harness.conformance.offline_check: a file check can't read
     ├── EmbeddedServerError              harness.load.bench.embedded_server: `serve` did not start
-    └── reference server:                RequestRefused, PlanError, CostProfileError, StoreClosed,
-                                         RecordTooLarge, ClientGone, UnsatisfiableSchema
+    ├── LoadProcessError                 harness.load.fixed_load_run: a client process died
+    └── reference server:                RequestRefused (SafetyBlock), PlanError (InvalidToolChoice
+                                         (UnknownToolChoice), InvalidScript), CostProfileError,
+                                         StoreClosed, RecordTooLarge, ClientGone,
+                                         UnsatisfiableSchema, WorkersError
+
+`tests/test_errors.py` holds this drawing to the code: a subclass missing here fails there.
 
 Errors that are also a kind of built-in error (a bad value, a lost connection) subclass that
 built-in too, so `except ValueError` keeps working. Stdlib only: the protocol core imports this.

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.errors import WsmodeError
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.levels import StreamRuleLevel
 from harness.protocol.stream import StreamAccumulator
@@ -35,7 +36,7 @@ from harness.transport.sse_wire import SseParser, block_fields
 _CLIPPED = "more characters]"
 
 
-class UnreadableInput(Exception):
+class UnreadableInput(WsmodeError):
     """A file that is not one of the readable forms, or a record in it that is broken."""
 
     def __init__(self, path: str, line: int | None, message: str) -> None:
