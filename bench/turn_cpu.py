@@ -26,8 +26,8 @@ from harness.protocol.cache import ResponseCache
 from harness.protocol.events import Event
 from harness.protocol.requests import parse_client_event, parse_create
 from reference_server.config import ServerConfig
-from reference_server.conversation import Conversation
 from reference_server.services import Services
+from reference_server.state.conversation import Conversation
 from reference_server.turn import TurnContext, TurnRunner
 
 SCRIPT = {"script": [{"type": "message", "text": "ok"}]}

@@ -10,7 +10,7 @@ import hashlib
 import hmac
 from collections.abc import Iterable
 
-from reference_server.response_store import tenant_for_api_key
+from reference_server.store.response_store import tenant_for_api_key
 
 ANONYMOUS_TENANT = "anonymous"
 

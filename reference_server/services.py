@@ -2,50 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import weakref
 from dataclasses import dataclass, field
 
 from harness.protocol.cache import ResponseCache
 from reference_server.config import ServerConfig
-from reference_server.conversation import Conversation
-from reference_server.cost_profiles import Profile, load_cost_profile
-from reference_server.engine import Engine
+from reference_server.cost_profiles import load_cost_profile
+from reference_server.engine.cost_profile import Profile
+from reference_server.engine.engine import Engine
 from reference_server.faults import Faults
 from reference_server.metrics import ServerMetrics
-from reference_server.persistence import Persistence
-from reference_server.pipeline.prefix import PrefixCache
-from reference_server.response_store import ResponseStore
-
-
-class _EntropyPool:
-    """os.urandom read 4 KiB at a time: one syscall per 256 ids, not one per id (ids are
-    minted several times a turn). Emptied in a forked child, so no two processes share bytes."""
-
-    _READ_BYTES = 4096
-
-    def __init__(self) -> None:
-        self._buffer = b""
-        self._offset = 0
-        os.register_at_fork(after_in_child=self.empty)
-
-    def empty(self) -> None:
-        self._buffer, self._offset = b"", 0
-
-    def take(self, count: int) -> bytes:
-        if self._offset + count > len(self._buffer):
-            self._buffer, self._offset = os.urandom(self._READ_BYTES), 0
-        start = self._offset
-        self._offset += count
-        return self._buffer[start : self._offset]
-
-
-_ENTROPY = _EntropyPool()
-
-
-def new_id(prefix: str) -> str:
-    """`prefix_` and 32 hex digits from the OS's CSPRNG (as secrets.token_hex(16))."""
-    return f"{prefix}_{_ENTROPY.take(16).hex()}"
+from reference_server.state.conversation import Conversation
+from reference_server.state.prefix import PrefixCache
+from reference_server.store.persistence import Persistence
+from reference_server.store.response_store import ResponseStore
 
 
 @dataclass

@@ -25,11 +25,12 @@ from harness.protocol import errors
 from harness.protocol.cache import ResponseCache
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.requests import CreateRequest
-from reference_server.conversation import Conversation
-from reference_server.engine import GenerationPlan, SeedMaterial, computed_once
+from reference_server.engine.engine import SeedMaterial, computed_once
+from reference_server.engine.generation_plan import GenerationPlan
 from reference_server.faults import EventFaults
 from reference_server.logs import log_refusal, log_response
 from reference_server.pipeline.checks import check_input
+from reference_server.pipeline.ids import new_id
 from reference_server.pipeline.inference import (
     Decoded,
     Status,
@@ -38,7 +39,7 @@ from reference_server.pipeline.inference import (
     seed_material,
 )
 from reference_server.pipeline.outbox import Outbox, Send
-from reference_server.pipeline.post_inference import post_inference
+from reference_server.pipeline.post_inference import PostInference
 from reference_server.pipeline.prepared import PreparedTurn
 from reference_server.pipeline.prompt import render_prompt
 from reference_server.pipeline.refusals import RequestRefused, SafetyBlock
@@ -52,11 +53,12 @@ from reference_server.pipeline.response import (
     wsmode_report,
 )
 from reference_server.pipeline.route import route_request
+from reference_server.pipeline.stages import StageLog
 from reference_server.pipeline.turn_cache import TurnCache
-from reference_server.services import Services, new_id
-from reference_server.stages import StageLog
+from reference_server.services import Services
+from reference_server.state.conversation import Conversation
 
-__all__ = ["RequestRefused", "Send", "Status", "TurnContext", "TurnOutcome", "TurnRunner"]
+__all__ = ["TurnContext", "TurnOutcome", "TurnRunner"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,9 @@ class TurnRunner:
         self.config = services.config
         self.optimizations = services.config.optimizations
         self.faults = services.faults
+        self.post_inference = PostInference(
+            services.persistence, services.profile, services.metrics, services.config.workers
+        )
 
     async def run(self, request: CreateRequest, ctx: TurnContext, send: Send) -> TurnOutcome:
         """Run one response; raises RequestRefused for request-scoped errors."""
@@ -280,11 +285,10 @@ class TurnRunner:
             prefix_cache=services.prefix_cache,
             metrics=services.metrics,
         )
-        await post_inference(
+        await self.post_inference.run(
             entry,
             storing=request.store or self.faults.store_false_persisted,
             off_path=self.optimizations.async_post,
-            services=services,
             parent=prepared.parent,
         )
         await out.emit(terminal[-1])

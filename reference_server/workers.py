@@ -27,7 +27,7 @@ from types import FrameType
 
 from harness.errors import WsmodeError
 from reference_server.config import ServerConfig
-from reference_server.response_store import ResponseStore
+from reference_server.store.response_store import ResponseStore
 
 WORKER_START_TIMEOUT_S = 60.0
 # The platforms without SO_REUSEPORT (Windows) get a clear error instead of a half-bound port.

@@ -39,11 +39,11 @@ from harness.protocol.requests import (
     parse_create,
 )
 from reference_server.connection import StampedServerConnection
-from reference_server.conversation import Conversation
 from reference_server.faults import flatten_error
 from reference_server.logs import connection_id
 from reference_server.pipeline.refusals import RequestRefused
 from reference_server.services import Services
+from reference_server.state.conversation import Conversation
 from reference_server.turn import TurnContext, TurnRunner
 
 log = logging.getLogger(__name__)

@@ -175,3 +175,69 @@ def test_every_code_package_is_listed_for_the_wheel() -> None:
         _module_name(p.parent / "__init__.py") for p in _code_files() if p.name == "__init__.py"
     }
     assert on_disk <= listed, sorted(on_disk - listed)
+
+
+# The reference server's rooms (reference_server/README.md): its front at the root may import
+# every wing; the stages may import the mechanisms below them; the mechanisms and the store
+# import no other room. An arrow back up (a wing into the front, a mechanism into a stage) fails.
+SERVER_ROOMS: dict[str, frozenset[str]] = {
+    "front": frozenset({"pipeline", "state", "engine", "store"}),
+    "pipeline": frozenset({"state", "engine", "store"}),
+    "state": frozenset(),
+    "engine": frozenset(),
+    "store": frozenset(),
+}
+
+# The pure wings plan and carry state: no event loop, socket, clock, thread or process.
+PURE_ROOMS = ("engine", "state")
+IO_AND_CLOCKS = frozenset(
+    {
+        "asyncio",
+        "socket",
+        "selectors",
+        "ssl",
+        "time",
+        "datetime",
+        "threading",
+        "multiprocessing",
+        "concurrent",
+        "subprocess",
+        "sqlite3",
+        "websockets",
+        "h11",
+    }
+)
+
+
+def _server_room(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) > 1 and (ROOT / "reference_server" / parts[1] / "__init__.py").is_file():
+        return parts[1]
+    return "front"
+
+
+def test_every_reference_server_subpackage_is_a_room() -> None:
+    subpackages = {p.parent.name for p in (ROOT / "reference_server").glob("*/__init__.py")}
+    assert subpackages == SERVER_ROOMS.keys() - {"front"}
+
+
+def test_the_reference_server_rooms_import_only_downwards() -> None:
+    wrong = []
+    for module, target, _ in _arrows():
+        if module.split(".")[0] != "reference_server" or target.split(".")[0] != "reference_server":
+            continue
+        room, target_room = _server_room(module), _server_room(target)
+        if room != target_room and target_room not in SERVER_ROOMS[room]:
+            wrong.append(f"{module} -> {target}")
+    assert sorted(wrong) == []
+
+
+def test_the_engine_and_the_state_do_no_io_and_read_no_clock() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for room in PURE_ROOMS
+        for path in (ROOT / "reference_server" / room).rglob("*.py")
+        for name in _imports(path)
+        if name.split(".")[0] in IO_AND_CLOCKS
+    ]
+    assert offenders == []

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.protocol import errors
-from reference_server.conversation import Conversation
 from reference_server.pipeline.refusals import RequestRefused, SafetyBlock
-from reference_server.pipeline.render import Rendering
-from reference_server.pipeline.safety import SafetyState, SafetyVerdict, classify_input
-from reference_server.pipeline.validate import ValidationState, validate_items
-from reference_server.stages import StageLog
+from reference_server.pipeline.stages import StageLog
+from reference_server.state.conversation import Conversation
+from reference_server.state.render import Rendering
+from reference_server.state.safety import SafetyState, SafetyVerdict, classify_input
+from reference_server.state.validate import ValidationState, validate_items
 
 
 @dataclass(frozen=True, slots=True)

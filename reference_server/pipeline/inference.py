@@ -21,13 +21,14 @@ from harness.protocol import errors
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.events import Event
 from harness.protocol.requests import CreateRequest
-from reference_server.emission import TokenSchedule
-from reference_server.engine import Engine, GenerationPlan, PlanError, PlannedItem, SeedMaterial
-from reference_server.metrics import ServerMetrics
+from reference_server.engine.emission import TokenSchedule
+from reference_server.engine.engine import Engine, SeedMaterial
+from reference_server.engine.generation_plan import GenerationPlan, PlanError, PlannedItem
+from reference_server.pipeline.ids import new_id
 from reference_server.pipeline.outbox import Outbox
 from reference_server.pipeline.refusals import RequestRefused
-from reference_server.pipeline.safety import classify_output
-from reference_server.services import new_id
+from reference_server.pipeline.stages import Counters
+from reference_server.state.safety import classify_output
 
 Status = Literal["completed", "incomplete", "failed"]
 
@@ -98,7 +99,7 @@ async def decode(
     emitter: ResponseEmitter,
     out: Outbox,
     engine_start: float,
-    metrics: ServerMetrics,
+    metrics: Counters,
     *,
     max_tokens_per_delta: int = 0,
 ) -> Decoded:

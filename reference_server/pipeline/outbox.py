@@ -19,7 +19,6 @@ from typing import Protocol
 
 from harness.protocol.events import Event
 from harness.protocol.timing_marks import is_first_token_candidate
-from reference_server.faults import EventFaults
 
 # A bound on one write (and on what a zero-latency response of 200k deltas holds in memory).
 MAX_HELD_EVENTS = 256
@@ -31,8 +30,17 @@ class Send(Protocol):
     async def __call__(self, *events: Event) -> None: ...
 
 
+class EventRewriter(Protocol):
+    """The event faults (`faults.EventFaults`): false when none is active; else each outgoing
+    event becomes the events that go out instead."""
+
+    def __bool__(self) -> bool: ...
+
+    def apply(self, event: Event) -> list[Event]: ...
+
+
 class Outbox:
-    def __init__(self, send: Send, faults: EventFaults) -> None:
+    def __init__(self, send: Send, faults: EventRewriter) -> None:
         self._send = send
         self._faults = faults
         self._rewrites = bool(faults)  # asked at every emit: asked once

@@ -9,39 +9,65 @@ off).
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
-from reference_server.conversation import Conversation
-from reference_server.persistence import turn_record
-from reference_server.services import Services
+from reference_server.engine.cost_profile import Profile
+from reference_server.pipeline.stages import Counters
+from reference_server.state.conversation import Conversation
+from reference_server.store.persistence import Persistence, turn_record
 
 
-async def post_inference(
-    entry: Conversation,
-    *,
-    storing: bool,
-    off_path: bool,
-    services: Services,
-    parent: Conversation | None = None,
-) -> None:
-    """With several workers the store commit stays before the terminal (billing still runs
-    after it): a staged record is visible to this process only, and the client's next request
-    may land on another worker."""
-    if storing:
-        services.persistence.stage(
-            entry.tenant, entry.response_id, stored_record(entry, parent), entry.items
-        )
-    if storing and off_path and services.config.workers > 1:
-        await _store(entry, services)
-        storing = False
-    if not storing and services.profile.stage_cost_s("billing", 1) == 0:
-        _bill(entry, services)  # nothing to wait for: no task, no trip through the loop
-        return
-    work = _bill_and_store(entry, storing, services)
-    if off_path:
-        services.persistence.spawn(work)
-    else:
-        await work
+@dataclass(frozen=True, slots=True)
+class PostInference:
+    """The stage for one server: what it bills into and stores with, given once."""
+
+    persistence: Persistence
+    profile: Profile
+    metrics: Counters
+    workers: int
+
+    async def run(
+        self,
+        entry: Conversation,
+        *,
+        storing: bool,
+        off_path: bool,
+        parent: Conversation | None = None,
+    ) -> None:
+        """With several workers the store commit stays before the terminal (billing still runs
+        after it): a staged record is visible to this process only, and the client's next
+        request may land on another worker."""
+        if storing:
+            self.persistence.stage(
+                entry.tenant, entry.response_id, stored_record(entry, parent), entry.items
+            )
+        if storing and off_path and self.workers > 1:
+            await self._store(entry)
+            storing = False
+        if not storing and self.profile.stage_cost_s("billing", 1) == 0:
+            self._bill(entry)  # nothing to wait for: no task, no trip through the loop
+            return
+        work = self._bill_and_store(entry, storing)
+        if off_path:
+            self.persistence.spawn(work)
+        else:
+            await work
+
+    async def _bill_and_store(self, entry: Conversation, storing: bool) -> None:
+        billing_s = self.profile.stage_cost_s("billing", 1)
+        if billing_s > 0:  # a zero-cost stage takes no trip through the event loop
+            await asyncio.sleep(billing_s)
+        self._bill(entry)
+        if storing:
+            await self._store(entry)
+
+    def _bill(self, entry: Conversation) -> None:
+        self.metrics.inc("wsmode_billed_tokens_total", entry.response["usage"]["total_tokens"])
+
+    async def _store(self, entry: Conversation) -> None:
+        await asyncio.sleep(self.profile.stage_cost_s("store_write", 1))
+        await self.persistence.commit(entry.tenant, entry.response_id)
 
 
 def stored_record(entry: Conversation, parent: Conversation | None) -> dict[str, Any]:
@@ -50,21 +76,3 @@ def stored_record(entry: Conversation, parent: Conversation | None) -> dict[str,
         new_items = entry.items[len(parent.items) :]
         return turn_record(entry.response, new_items, parent.response_id, entry.size_bytes)
     return turn_record(entry.response, entry.items, None, entry.size_bytes)
-
-
-async def _bill_and_store(entry: Conversation, storing: bool, services: Services) -> None:
-    billing_s = services.profile.stage_cost_s("billing", 1)
-    if billing_s > 0:  # a zero-cost stage takes no trip through the event loop
-        await asyncio.sleep(billing_s)
-    _bill(entry, services)
-    if storing:
-        await _store(entry, services)
-
-
-def _bill(entry: Conversation, services: Services) -> None:
-    services.metrics.inc("wsmode_billed_tokens_total", entry.response["usage"]["total_tokens"])
-
-
-async def _store(entry: Conversation, services: Services) -> None:
-    await asyncio.sleep(services.profile.stage_cost_s("store_write", 1))
-    await services.persistence.commit(entry.tenant, entry.response_id)

@@ -7,12 +7,12 @@ from typing import Any
 
 from harness.protocol.cache import Resolution
 from harness.protocol.requests import CreateRequest
-from reference_server.conversation import Conversation
-from reference_server.pipeline.chain_seq import ChainSeq
 from reference_server.pipeline.checks import CheckedInput
 from reference_server.pipeline.prompt import Prompt
 from reference_server.pipeline.resolve import Resolved
-from reference_server.pipeline.route import Route
+from reference_server.state.chain_seq import ChainSeq
+from reference_server.state.conversation import Conversation
+from reference_server.state.route import Route
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 from harness.protocol import errors
 from harness.protocol.requests import CreateRequest
-from reference_server.conversation import Conversation
-from reference_server.pipeline.prefix import chain_keys
 from reference_server.pipeline.refusals import RequestRefused
-from reference_server.pipeline.render import Rendering, render_full, render_prefix
-from reference_server.stages import StageLog
+from reference_server.pipeline.stages import StageLog
+from reference_server.state.conversation import Conversation
+from reference_server.state.prefix import chain_keys
+from reference_server.state.render import Rendering, render_full, render_prefix
 
 
 @dataclass(frozen=True, slots=True)

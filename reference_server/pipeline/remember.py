@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from harness.protocol import wire
-from reference_server.conversation import Conversation
-from reference_server.metrics import ServerMetrics
-from reference_server.pipeline.prefix import PrefixCache, chain_keys
 from reference_server.pipeline.prepared import PreparedTurn
+from reference_server.pipeline.stages import Counters
 from reference_server.pipeline.turn_cache import TurnCache
+from reference_server.state.conversation import Conversation
+from reference_server.state.prefix import PrefixCache, chain_keys
 
 
 def remember(
@@ -26,7 +26,7 @@ def remember(
     *,
     cache: TurnCache,
     prefix_cache: PrefixCache,
-    metrics: ServerMetrics,
+    metrics: Counters,
 ) -> Conversation:
     """Build the turn's entry, key its output for the prefix cache, put it in the cache."""
     entry = next_entry(prepared, tenant, tuple(output), response)

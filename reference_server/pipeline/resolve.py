@@ -14,16 +14,15 @@ from typing import Any
 
 from harness.protocol import errors
 from harness.protocol.cache import Resolution
-from reference_server.conversation import Conversation
-from reference_server.metrics import ServerMetrics
-from reference_server.persistence import Persistence
 from reference_server.pipeline.refusals import RequestRefused
-from reference_server.pipeline.render import render_full
-from reference_server.pipeline.route import resolve_route
-from reference_server.pipeline.safety import SafetyState, classify_input
+from reference_server.pipeline.stages import Counters, StageLog
 from reference_server.pipeline.turn_cache import TurnCache
-from reference_server.pipeline.validate import ValidationState, validate_items
-from reference_server.stages import StageLog
+from reference_server.state.conversation import Conversation
+from reference_server.state.render import render_full
+from reference_server.state.route import resolve_route
+from reference_server.state.safety import SafetyState, classify_input
+from reference_server.state.validate import ValidationState, validate_items
+from reference_server.store.persistence import Persistence
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +39,7 @@ async def resolve_previous(
     cache: TurnCache,
     *,
     persistence: Persistence,
-    metrics: ServerMetrics,
+    metrics: Counters,
     stages: StageLog,
 ) -> Resolved:
     """Find the parent; raises RequestRefused when it is neither cached nor stored."""

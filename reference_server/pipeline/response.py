@@ -10,10 +10,10 @@ from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.errors import ApiError
 from harness.protocol.events import Event, response_object
 from harness.protocol.requests import CreateRequest
-from reference_server.engine import GenerationPlan
+from reference_server.engine.generation_plan import GenerationPlan
+from reference_server.pipeline.ids import new_id
 from reference_server.pipeline.inference import Decoded
 from reference_server.pipeline.outbox import Send
-from reference_server.services import new_id
 
 
 def new_response(

@@ -1,35 +1,15 @@
 """The route stage: which canonical model and serving pool answer a request.
 
-A routing service resolves model aliases and picks a pool; with `routing_reuse` a continuation
-reuses the resolution carried in its parent's cache entry instead of paying that hop again.
+With `routing_reuse` a continuation reuses the route carried in its parent's cache entry
+instead of paying the routing hop (`state/route.py`) again.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
-from dataclasses import dataclass
 
-from reference_server.stages import StageLog
-
-# Model aliases resolve to a canonical model and a serving pool, as a routing service would.
-_MODEL_ALIASES = {"gpt-5": "gpt-5-2026-08-07", "gpt-5-codex": "gpt-5-codex-2026-09-15"}
-_POOLS = ("pool-a", "pool-b", "pool-c", "pool-d")
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """The resolved model and serving pool (reused from the cache instead of a routing hop)."""
-
-    requested_model: str
-    model: str
-    pool: str
-
-
-def resolve_route(model: str, tenant: str) -> Route:
-    canonical = _MODEL_ALIASES.get(model, model)
-    digest = hashlib.sha256(f"{tenant}\0{canonical}".encode()).digest()
-    return Route(model, canonical, _POOLS[digest[0] % len(_POOLS)])
+from reference_server.pipeline.stages import StageLog
+from reference_server.state.route import Route, resolve_route
 
 
 def route_request(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.protocol.cache import ResponseCache
-from reference_server.conversation import Conversation
+from reference_server.state.conversation import Conversation
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.conformance.carried import CarriedContext, items_tokens, measure
-from reference_server.pipeline.tokenizer import count_tokens
+from harness.protocol.tokenizer import count_tokens
 
 NEW = [{"type": "message", "role": "user", "content": "Thanks. One more sentence, please."}]
 

@@ -10,14 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reference_server.cost_profiles import (
-    PROFILE_NAMES,
-    STAGE_UNITS,
-    CostProfileError,
-    Profile,
-    load_cost_profile,
-    parse_overrides,
-)
+from reference_server.cost_profiles import PROFILE_NAMES, load_cost_profile, parse_overrides
+from reference_server.engine.cost_profile import STAGE_UNITS, CostProfileError, Profile
 
 COST_FIELDS = [
     f.name

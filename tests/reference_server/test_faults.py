@@ -14,7 +14,7 @@ from harness.protocol.events import Event, response_object
 from reference_server import commands
 from reference_server.config import ServerConfig
 from reference_server.cost_profiles import load_cost_profile
-from reference_server.engine import Engine
+from reference_server.engine.engine import Engine
 from reference_server.faults import (
     ALL_FAULTS,
     BEHAVIOUR_FAULTS,
@@ -26,8 +26,8 @@ from reference_server.faults import (
 from reference_server.metrics import ServerMetrics
 from reference_server.pipeline import inference
 from reference_server.pipeline.outbox import Outbox
-from reference_server.pipeline.safety import classify_output
 from reference_server.services import Services
+from reference_server.state.safety import classify_output
 
 from .conftest import run
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
-from reference_server.persistence import DURABILITY_WINDOW_S
+from reference_server.store.persistence import DURABILITY_WINDOW_S
 
 from .conftest import create
 

@@ -158,7 +158,7 @@ def test_script_items_are_the_reference_server_scripted_items(tmp_path: Path) ->
 
 
 def test_scripts_pass_the_reference_server_script_validator(tmp_path: Path) -> None:
-    engine = pytest.importorskip("reference_server.engine")
+    engine = pytest.importorskip("reference_server.engine.scripted_output")
     rollouts = load_sample(tmp_path)
     if SMOKE.exists():
         rollouts += load_traces(SMOKE)

@@ -1,0 +1,291 @@
+"""Seeded, deterministic simulated inference: what a response will say and how fast.
+
+:meth:`Engine.plan` turns a request's shape into a :class:`GenerationPlan`: the output items with
+their token pieces, usage counts, the time to first token and the decode rate. It reads no clock
+and does no I/O; the server emits the plan's pieces on an `emission.TokenSchedule`. Random
+streams are derived from ``(engine seed, seed_material)`` with SHA-256: one for content, one for
+queue/prefill jitter and one for the decode rate, so the same request produces the same output
+in every process and under every profile (only its timing changes with the profile), and gets
+the same burst decision and jitter whatever its cached-token split.
+
+Content (without a script):
+
+- No function tools, or ``tool_choice: "none"``: one assistant message of coding-agent prose and
+  code. Its length in tokens is lognormal with median :data:`MESSAGE_MEDIAN_TOKENS` (150) and
+  sigma :data:`MESSAGE_SIGMA` (1.0), clipped to [1, :data:`MESSAGE_MAX_TOKENS`] (2048):
+  p10 ≈ 42, p90 ≈ 540, p99 ≈ 1540 tokens.
+- ``tool_choice: "auto"`` with function tools: function calls with probability
+  :data:`AUTO_CALL_PROBABILITY`, else a message. ``"required"``: at least one call.
+  ``{"type": "function", "name": X}``: exactly one call to X. ``{"type": "allowed_tools", "mode":
+  "auto"|"required", "tools": [...]}``: the same, over the listed function tools. More than one
+  call (up to :data:`MAX_PARALLEL_CALLS`) only with ``parallel_tool_calls``. Arguments come from
+  :mod:`reference_server.engine.argsynth` and validate against the tool's ``parameters``.
+- ``reasoning_effort`` (other than ``"none"``): a reasoning item first, with a short summary and
+  hidden reasoning tokens (lognormal around the effort's median in :data:`REASONING_EFFORTS`).
+
+Scripted mode (``script`` given; trace replay): the output is exactly the listed items; tools,
+``tool_choice`` and ``reasoning_effort`` are not consulted. See
+:func:`reference_server.engine.scripted_output.validate_script`.
+
+The pieces live in one module each of this package: the plan's types (`generation_plan`),
+``tool_choice`` (`tool_choice`), scripts (`scripted_output`) and the seeded text
+(`filler_text`); this module draws the content and the timing.
+
+Token accounting: pieces come from the tokenizer's ``split()``, so ``len(pieces)`` is the token
+count of the text. Each item occupies ``item.token_count`` consecutive slots of the token
+schedule, in item order; a reasoning item's slots are its hidden tokens (no events) followed by
+its summary pieces. ``output_tokens`` is the sum over items and includes ``reasoning_tokens``
+(hidden + summary), as in the API's usage. ``max_output_tokens`` cuts the plan after that many
+slots: later pieces and items are dropped and ``truncated`` is set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
+
+from reference_server.engine.argsynth import UnsatisfiableSchema, synthesize_arguments
+from reference_server.engine.cost_profile import Profile
+from reference_server.engine.filler_text import exact_split, filler_pieces, reasoning_summary
+from reference_server.engine.generation_plan import (
+    GenerationPlan,
+    PlanError,
+    PlannedItem,
+    seeded_call_id,
+    truncate_items,
+)
+from reference_server.engine.scripted_output import scripted_items
+from reference_server.engine.tool_choice import function_tools, resolve_tool_choice
+
+__all__ = [
+    "AUTO_CALL_PROBABILITY",
+    "MAX_PARALLEL_CALLS",
+    "MESSAGE_MAX_TOKENS",
+    "MESSAGE_MEDIAN_TOKENS",
+    "MESSAGE_SIGMA",
+    "REASONING_EFFORTS",
+    "Engine",
+    "SeedMaterial",
+    "computed_once",
+]
+
+MESSAGE_MEDIAN_TOKENS: Final = 150
+MESSAGE_SIGMA: Final = 1.0
+MESSAGE_MAX_TOKENS: Final = 2048
+AUTO_CALL_PROBABILITY: Final = 0.7
+MAX_PARALLEL_CALLS: Final = 4
+_PARALLEL_COUNT_WEIGHTS: Final = (0.6, 0.25, 0.1, 0.05)  # P(k = 1, 2, 3, 4)
+
+#: effort -> median hidden reasoning tokens (None: no reasoning item). Lognormal, sigma 0.6,
+#: clipped to [1, 8 * median].
+REASONING_EFFORTS: Final[Mapping[str, int | None]] = {
+    "none": None,
+    "minimal": 24,
+    "low": 96,
+    "medium": 320,
+    "high": 1024,
+    "xhigh": 2048,
+}
+_REASONING_SIGMA: Final = 0.6
+
+_SEED_DOMAIN: Final = "wsmode-engine/v1"
+T = TypeVar("T")
+# What a turn's random streams derive from: the string, or a function computing it on demand.
+SeedMaterial = str | Callable[[], str]
+
+
+# -- the engine -------------------------------------------------------------------------------
+
+
+def computed_once(make: Callable[[], T]) -> Callable[[], T]:
+    """`make()`, called the first time the result is asked for and remembered: for what a turn
+    may not need (a seeded stream, its seed material). functools.cache is slower to set up
+    than seeding is to skip."""
+    made: list[T] = []
+
+    def value() -> T:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return value
+
+
+class Engine:
+    """Plans responses for one server; ``seed`` makes every plan reproducible."""
+
+    def __init__(self, profile: Profile, seed: int = 0) -> None:
+        self.profile = profile
+        self.seed = seed
+
+    def rng(self, seed_material: SeedMaterial, stream: str = "content") -> random.Random:
+        """A random stream derived from (engine seed, stream, seed material) with SHA-256.
+
+        The material may be given as a function that computes it: it is asked for only when a
+        stream is seeded, and a turn of a jitter-free profile with fixed text seeds none.
+        """
+        material = seed_material if isinstance(seed_material, str) else seed_material()
+        data = f"{_SEED_DOMAIN}\0{self.seed}\0{stream}\0{material}"
+        digest = hashlib.sha256(data.encode("utf-8", "surrogatepass")).digest()
+        return random.Random(int.from_bytes(digest[:16], "big"))
+
+    def plan(
+        self,
+        *,
+        seed_material: SeedMaterial,
+        input_tokens: int,
+        cached_tokens: int = 0,
+        tools: Sequence[Mapping[str, Any]] = (),
+        tool_choice: str | Mapping[str, Any] | None = None,
+        parallel_tool_calls: bool = True,
+        max_output_tokens: int | None = None,
+        reasoning_effort: str | None = None,
+        script: Sequence[Mapping[str, Any]] | None = None,
+    ) -> GenerationPlan:
+        """Plan one response. Raises :class:`PlanError` subclasses for client errors."""
+        _check_counts(input_tokens, cached_tokens, max_output_tokens)
+        # Seeding a stream costs ~5 us: a script that needs no draws (fixed text) never pays it.
+        content = computed_once(lambda: self.rng(seed_material, "content"))
+        if script is not None:
+            items = scripted_items(script, content)
+        else:
+            items = self._generated_items(
+                content(),
+                tools=tools,
+                tool_choice=tool_choice,
+                parallel_tool_calls=parallel_tool_calls,
+                reasoning_effort=reasoning_effort,
+            )
+        items, truncated = truncate_items(items, max_output_tokens)
+        queue_s, prefill_s = self._queue_and_prefill_s(seed_material, input_tokens, cached_tokens)
+        rate, burst = self._decode_rate(seed_material)
+        return GenerationPlan(
+            items=items,
+            output_tokens=sum(item.token_count for item in items),
+            reasoning_tokens=sum(item.token_count for item in items if item.kind == "reasoning"),
+            truncated=truncated,
+            decode_tokens_per_s=rate,
+            ttft_s=queue_s + prefill_s,
+            queue_s=queue_s,
+            prefill_s=prefill_s,
+            burst=burst,
+        )
+
+    # -- timing -----------------------------------------------------------------------------
+    # Timing draws a fixed number of values from its own streams, so the same request gets the
+    # same burst decision and jitter factors whatever its cached-token split (a WS turn and its
+    # HTTP twin differ only in what they are charged for).
+
+    def _queue_and_prefill_s(
+        self, seed_material: SeedMaterial, input_tokens: int, cached_tokens: int
+    ) -> tuple[float, float]:
+        p = self.profile
+        if p.is_zero:  # nothing costs anything: no stage to price
+            return 0.0, 0.0
+        # Without jitter every factor is 1.0: the stream would be seeded for nothing.
+        timing = self.rng(seed_material, "timing") if p.jitter_fraction else None
+        queue_s = p.stage_cost_s("queue", 1, rng=timing)
+        prefill_s = p.stage_cost_s(
+            "prefill_uncached", input_tokens - cached_tokens, rng=timing
+        ) + p.stage_cost_s("prefill_cached", cached_tokens, rng=timing)
+        return queue_s, prefill_s
+
+    def _decode_rate(self, seed_material: SeedMaterial) -> tuple[float, bool]:
+        """(tokens/s, burst): the profile's rate, or its burst rate on a burst draw, jittered."""
+        p = self.profile
+        may_burst = p.burst_tokens_per_s is not None and p.burst_probability > 0
+        if not (may_burst or p.jitter_fraction):  # no draw could change the rate
+            return p.decode_tokens_per_s, False
+        decode = self.rng(seed_material, "decode")
+        burst = p.burst_tokens_per_s is not None and decode.random() < p.burst_probability
+        base_rate = p.decode_tokens_per_s
+        if burst and p.burst_tokens_per_s is not None:
+            base_rate = p.burst_tokens_per_s
+        return base_rate * p.jitter(decode), burst
+
+    # -- generated content ------------------------------------------------------------------
+
+    def _generated_items(
+        self,
+        rng: random.Random,
+        *,
+        tools: Sequence[Mapping[str, Any]],
+        tool_choice: str | Mapping[str, Any] | None,
+        parallel_tool_calls: bool,
+        reasoning_effort: str | None,
+    ) -> tuple[PlannedItem, ...]:
+        functions = function_tools(tools)
+        mode, allowed = resolve_tool_choice(tool_choice, functions)
+        items: list[PlannedItem] = []
+        if reasoning_effort is not None:
+            if reasoning_effort not in REASONING_EFFORTS:
+                raise PlanError(
+                    f"unsupported reasoning effort {reasoning_effort!r}; "
+                    f"supported: {', '.join(REASONING_EFFORTS)}"
+                )
+            median = REASONING_EFFORTS[reasoning_effort]
+            if median is not None:
+                items.append(_reasoning_item(rng, median))
+        call = mode in ("required", "named") or (
+            mode == "auto" and bool(allowed) and rng.random() < AUTO_CALL_PROBABILITY
+        )
+        if not call:
+            n = _lognormal_tokens(rng, MESSAGE_MEDIAN_TOKENS, MESSAGE_SIGMA, MESSAGE_MAX_TOKENS)
+            items.append(PlannedItem(kind="message", pieces=filler_pieces(n, rng)))
+            return tuple(items)
+        count = 1
+        if parallel_tool_calls and mode != "named":
+            count = rng.choices(range(1, MAX_PARALLEL_CALLS + 1), _PARALLEL_COUNT_WEIGHTS)[0]
+        for _ in range(count):
+            tool = allowed[0] if mode == "named" else rng.choice(allowed)
+            items.append(_call_item(rng, tool))
+        return tuple(items)
+
+
+def _check_counts(input_tokens: int, cached_tokens: int, max_output_tokens: int | None) -> None:
+    if input_tokens < 0 or not 0 <= cached_tokens <= input_tokens:
+        raise ValueError(
+            f"need 0 <= cached_tokens <= input_tokens, got {cached_tokens}/{input_tokens}"
+        )
+    if max_output_tokens is not None and (
+        isinstance(max_output_tokens, bool)
+        or not isinstance(max_output_tokens, int)
+        or max_output_tokens < 1
+    ):
+        raise PlanError(f"max_output_tokens must be a positive integer, got {max_output_tokens!r}")
+
+
+# -- items ------------------------------------------------------------------------------------
+
+
+def _call_item(rng: random.Random, tool: Mapping[str, Any]) -> PlannedItem:
+    name = str(tool["name"])
+    params = tool.get("parameters")
+    if params is not None and not isinstance(params, Mapping):
+        raise PlanError(f"tool {name!r}: 'parameters' must be a JSON Schema object")
+    try:
+        args = synthesize_arguments(params, rng)
+    except UnsatisfiableSchema as exc:
+        raise PlanError(f"tool {name!r}: cannot generate arguments: {exc}") from None
+    arguments = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+    return PlannedItem(
+        kind="function_call",
+        pieces=exact_split(arguments),
+        name=name,
+        call_id=seeded_call_id(rng),
+    )
+
+
+def _reasoning_item(rng: random.Random, median: int) -> PlannedItem:
+    hidden = _lognormal_tokens(rng, median, _REASONING_SIGMA, 8 * median)
+    summary = exact_split(reasoning_summary(rng))
+    return PlannedItem(kind="reasoning", summary_pieces=summary, hidden_tokens=hidden)
+
+
+def _lognormal_tokens(rng: random.Random, median: int, sigma: float, cap: int) -> int:
+    value = rng.lognormvariate(math.log(median), sigma)
+    return max(1, min(cap, round(value)))

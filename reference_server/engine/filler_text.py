@@ -1,0 +1,203 @@
+"""Seeded coding-agent text: filler prose, bullets and code, and reasoning summaries.
+
+Every piece comes from the tokenizer's lossless ``split()``, so a text's pieces are its tokens.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping
+from typing import Final
+
+from harness.protocol.tokenizer import count_tokens, split
+from reference_server.engine.argsynth import IDENTIFIERS
+
+
+def exact_split(text: str) -> tuple[str, ...]:
+    pieces = tuple(split(text))
+    if "".join(pieces) != text:  # the tokenizer promises lossless pieces; never stream others
+        raise RuntimeError("tokenizer split() is not lossless")
+    return pieces
+
+
+_SLOTS: Final[Mapping[str, tuple[str, ...]]] = {
+    "verb": (
+        "update",
+        "refactor",
+        "inspect",
+        "check",
+        "fix",
+        "add",
+        "remove",
+        "rename",
+        "run",
+        "read",
+        "patch",
+        "review",
+        "simplify",
+        "extract",
+        "move",
+        "test",
+        "trace",
+        "document",
+    ),
+    "noun": (
+        "parser",
+        "session cache",
+        "config loader",
+        "retry loop",
+        "request handler",
+        "test suite",
+        "error path",
+        "tokenizer",
+        "router",
+        "schema",
+        "CLI entry point",
+        "build script",
+        "migration",
+        "fixture",
+        "logger",
+        "serializer",
+        "connection pool",
+        "rate limiter",
+        "event loop",
+        "lock file",
+    ),
+    "file": (
+        "src/parser.py",
+        "src/session.rs",
+        "lib/config.ts",
+        "tests/test_api.py",
+        "cmd/main.go",
+        "app/handlers.py",
+        "src/router.tsx",
+        "pkg/cache/store.go",
+        "scripts/build.sh",
+        "pyproject.toml",
+        "Cargo.toml",
+        "package.json",
+        "src/utils/retry.ts",
+        "README.md",
+    ),
+    "ident": (
+        *IDENTIFIERS,
+        "fetchUser",
+        "useEffect",
+        "HttpClient",
+        "on_close",
+    ),
+    "attr": ("timeout", "headers", "body", "user_id", "retries", "path", "payload", "status"),
+    "cmd": (
+        "pytest -q",
+        "cargo test",
+        "npm test",
+        "go test ./...",
+        "ruff check .",
+        "mypy src",
+        "git diff --stat",
+        "make build",
+    ),
+    "num": ("2", "3", "4", "7", "12", "42", "128", "404", "500"),
+    "reason": (
+        "the cache entry is evicted too early",
+        "the timeout is never propagated",
+        "the fixture still uses the old schema",
+        "the error is swallowed in the retry loop",
+        "the handler returns before the write completes",
+        "the config key was renamed",
+        "two tests share a temporary directory",
+    ),
+}
+
+_PROSE: Final = (
+    "I'll {verb} the {noun} in `{file}` first.",
+    "The {noun} fails because {reason}.",
+    "Next, I'll {verb} `{ident}` and {verb} the {noun}.",
+    "Running `{cmd}` shows {num} failing tests in `{file}`.",
+    "This keeps the {noun} unchanged while we {verb} the {noun}.",
+    "`{ident}` is called from `{file}`, so the change stays local.",
+    "I checked `{file}`: {reason}.",
+    "With that fixed, `{cmd}` passes and the {noun} behaves as before.",
+    "Let me {verb} `{ident}` so that the {noun} handles `{attr}` correctly.",
+)
+_BULLETS: Final = (
+    "- {verb} `{ident}` in `{file}`\n",
+    "- the {noun} now checks `{attr}`\n",
+    "- `{cmd}` passes ({num} tests)\n",
+)
+_CODE: Final = (
+    "```python\ndef {ident}(request):\n    if not request.{attr}:\n"
+    '        raise ValueError("missing {attr}")\n    return handle(request)\n```\n',
+    "```python\nfor item in items:\n    if item.{attr} is None:\n        continue\n"
+    "    results.append({ident}(item))\n```\n",
+    "```ts\nexport async function {ident}(req: Request): Promise<Response> {\n"
+    "  const {attr} = req.{attr} ?? {num};\n  return fetch(req.url, { {attr} });\n}\n```\n",
+    "```rust\nfn {ident}(input: &str) -> Result<Config, Error> {\n"
+    "    let cfg = parse(input)?;\n    Ok(cfg)\n}\n```\n",
+    '```go\nif err := {ident}(ctx); err != nil {\n\treturn fmt.Errorf("{noun}: %w", err)\n}\n```\n',
+    "```bash\n{cmd}\n```\n",
+)
+_SLOT_RE: Final = re.compile(r"\{(verb|noun|file|ident|attr|cmd|num|reason)\}")
+
+
+def _fill(template: str, rng: random.Random) -> str:
+    return _SLOT_RE.sub(lambda m: rng.choice(_SLOTS[m.group(1)]), template)
+
+
+def _sentences(rng: random.Random, most: int) -> str:
+    """One to `most` sentences of prose (the count is drawn first)."""
+    return " ".join(_fill(rng.choice(_PROSE), rng) for _ in range(rng.randint(1, most)))
+
+
+_SUMMARY_TITLES: Final = (
+    "Inspecting the failing test",
+    "Planning the refactor",
+    "Tracing the error path",
+    "Checking the configuration",
+    "Reviewing the request handler",
+    "Deciding on the fix",
+    "Reading the test output",
+)
+
+
+def reasoning_summary(rng: random.Random) -> str:
+    """A bold title and one or two sentences, as a reasoning summary reads."""
+    title = rng.choice(_SUMMARY_TITLES)
+    return f"**{title}**\n\n{_sentences(rng, 2)}"
+
+
+def _chunk(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.7:
+        return _sentences(rng, 3) + "\n\n"
+    if roll < 0.85:
+        return "".join(_fill(rng.choice(_BULLETS), rng) for _ in range(rng.randint(2, 4))) + "\n"
+    return _fill(rng.choice(_CODE), rng) + "\n"
+
+
+def filler_pieces(n: int, rng: random.Random) -> tuple[str, ...]:
+    """Exactly ``n`` token pieces of coding-agent prose and code (seeded).
+
+    The text is cut at a token boundary; when possible the cut is chosen so that re-tokenizing
+    the joined text gives back the same pieces (the usual case with this tokenizer).
+    """
+    if n <= 0:
+        return ()
+    chunks = [_chunk(rng)]
+    cut: list[str] = []
+    for _attempt in range(4):
+        # Grow by chunk token counts (linear); boundaries can merge pieces, so check at the end.
+        estimate = sum(map(count_tokens, chunks))
+        while estimate <= n + 16:
+            chunks.append(_chunk(rng))
+            estimate += count_tokens(chunks[-1])
+        pieces = split("".join(chunks))
+        while len(pieces) <= n:
+            chunks.append(_chunk(rng))
+            pieces = split("".join(chunks))
+        cut = pieces[:n]
+        if split("".join(cut)) == cut:
+            break
+        chunks = [*chunks[1:], _chunk(rng)]  # move the cut: start one paragraph later
+    return tuple(cut)
