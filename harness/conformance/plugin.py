@@ -18,6 +18,7 @@ At the end each target gets `report.json`, `report.html` and `junit.xml` under
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import time
 from collections.abc import Generator, Iterator
@@ -32,7 +33,7 @@ from harness.bundled import target_profile_path
 from harness.conformance.cases import meta_of
 from harness.conformance.context import CaseContext, LiveTarget
 from harness.conformance.embedded import embedded_target, remote_target
-from harness.conformance.liveness import TargetStopped, liveness_probe, needs_probe
+from harness.conformance.liveness import TargetStopped, needs_probe
 from harness.conformance.model import (
     CaseMeta,
     Outcome,
@@ -60,12 +61,14 @@ from harness.conformance.target_profile import (
 from harness.conformance.wirelog import (
     DEFAULT_MAX_CHARS,
     FULL_MAX_CHARS,
+    RecordingWsClient,
     collapse_deltas,
     keep_ends,
     shorten_json,
 )
 from harness.results.schema import finish_result, new_result, utc_now_iso
 from harness.results.store import timestamp_slug
+from harness.transport.liveness import probe
 
 REFERENCE_PROFILE = target_profile_path("reference")
 BACKSTOP_S = 15.0  # pytest-timeout = case timeout + this
@@ -401,13 +404,14 @@ def _probe_if_stalled(state: CertifyState, context: CaseContext, graded: Outcome
     if run.stopped_after is not None or not needs_probe(graded):
         return
     reason = asyncio.run(
-        liveness_probe(
+        probe(
             context.target.ws_url,
-            api_key=context.target.api_key,
             model=context.profile.model,
-            log=context.log,
-            timeout_s=context.event_timeout_s,
-            case_timeout_s=context.case_timeout_s,
+            api_key=context.target.api_key,
+            event_timeout_s=context.event_timeout_s,
+            budget_s=context.case_timeout_s,
+            check_errors=True,
+            open_ws=functools.partial(RecordingWsClient.open, log=context.log, label="probe"),
         )
     )
     if reason is None:
