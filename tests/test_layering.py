@@ -148,6 +148,32 @@ def test_the_package_graph_has_no_cycle() -> None:
     assert sorted(p for p in graph if reaches(p, p, set())) == []
 
 
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No file circles: a module never reaches itself through the modules it imports (lazy and
+    TYPE_CHECKING imports count too). Each circle is reported once, as its sorted modules."""
+    graph: dict[str, set[str]] = {}
+    for module, target, _ in _arrows():
+        graph.setdefault(module, set()).add(target)
+    reach = {module: _reachable(graph, module) for module in graph}
+
+    def circle_of(module: str) -> tuple[str, ...]:  # itself included: it reaches itself
+        return tuple(sorted(other for other in reach[module] if module in reach.get(other, ())))
+
+    circles = {circle_of(module) for module in graph if module in reach[module]}
+    assert sorted(circles) == []
+
+
 # The one exception, on purpose: msgspec is a pure codec (no I/O, time or randomness), imported
 # optionally by wire.py as the fast path of strict JSON; the stdlib path is always there.
 PROTOCOL_CODECS = {"msgspec"}
