@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from harness.errors import WsmodeError
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.levels import StreamRuleLevel
@@ -316,10 +318,6 @@ def _leading_newlines(block: bytes) -> int:
 
 
 def _read_cassette(name: str, text: str) -> list[Stream]:
-    try:
-        import yaml  # type: ignore[import-untyped]
-    except ImportError:
-        raise UnreadableInput(name, None, "a VCR cassette: reading it needs PyYAML") from None
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from harness.cli import main
+from harness.conformance.offline_check import check_file
 from harness.transport.sse_wire import encode_events
 from tests.protocol.conftest import full_stream
-
-RECORDED = Path(__file__).parents[1] / "protocol" / "recorded"
+from tests.recorded import PROTOCOL_STREAMS, recorded
 
 
 def _clean_events() -> list[dict[str, Any]]:
@@ -64,7 +65,6 @@ def test_text_that_is_no_stream_exits_2(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_several_responses_in_one_file_are_split(tmp_path: Path) -> None:
-    from harness.conformance.offline_check import check_file
 
     path = tmp_path / "two.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in _clean_events() * 2))
@@ -72,7 +72,6 @@ def test_several_responses_in_one_file_are_split(tmp_path: Path) -> None:
 
 
 def test_wire_log_entries_are_read_per_connection(tmp_path: Path) -> None:
-    from harness.conformance.offline_check import check_file
 
     entries = [{"t_ms": 0, "conn": "ws", "dir": "send", "kind": "text", "bytes": 2, "data": "{}"}]
     for event in _clean_events():
@@ -87,8 +86,30 @@ def test_wire_log_entries_are_read_per_connection(tmp_path: Path) -> None:
 
 
 def test_recorded_cassette_is_read() -> None:
-    path = RECORDED / "llm-openai-plugin" / "test_tools.yaml"
+    path = recorded(PROTOCOL_STREAMS / "llm-openai-plugin" / "test_tools.yaml")
     assert main(["check", str(path)]) == 0
+
+
+def test_a_vcr_cassette_is_read_on_a_plain_install(tmp_path: Path) -> None:
+    # PyYAML is a dependency of `wsmode check`: a cassette of our own, so this never skips
+    body = encode_events(_clean_events()).decode()
+    cassette = {
+        "interactions": [
+            {
+                "request": {"method": "POST", "uri": "https://api.openai.com/v1/responses"},
+                "response": {
+                    "status": {"code": 200, "message": "OK"},
+                    "headers": {"content-type": ["text/event-stream"]},
+                    "body": {"string": body},
+                },
+            }
+        ],
+        "version": 1,
+    }
+    path = tmp_path / "cassette.yaml"
+    path.write_text(yaml.safe_dump(cassette))
+    (response,) = check_file(path).responses
+    assert response.verdict == "PASS"
 
 
 def test_a_trace_file_is_told_apart_from_events(
