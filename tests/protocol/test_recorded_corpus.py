@@ -1,6 +1,9 @@
-"""Every recorded real stream in tests/protocol/recorded/ through the checker (`wsmode check`'s
-core): no MUST finding on any api.openai.com stream; the other servers' MUST findings are the
-ones written down below (and in recorded/README.md), no more, no fewer."""
+"""Every recorded real stream of the project's corpus through the checker (`wsmode check`'s core):
+no MUST finding on any api.openai.com stream; the other servers' MUST findings are the ones
+written down below (and in recorded/README.md), no more, no fewer.
+
+The streams live beside the checkout (`tests/recorded.py`), not in it; provenance:
+`tests/protocol/recorded/README.md`."""
 
 from __future__ import annotations
 
@@ -9,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from harness.conformance.offline_check import check_file
+from tests.recorded import PROTOCOL_STREAMS as RECORDED
+from tests.recorded import needs
 
-RECORDED = Path(__file__).parent / "recorded"
 FILES = sorted(p for p in RECORDED.glob("*/*") if p.name != "README.md")
+pytestmark = needs(RECORDED)
 
 # Streams from servers other than api.openai.com: (server, the MUST rules they break).
 OTHER_SERVERS: dict[str, tuple[str, frozenset[str]]] = {

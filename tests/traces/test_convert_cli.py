@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.traces.format import load_traces
+from tests.recorded import TRACE_SAMPLES, needs
 
-REAL = Path(__file__).parent / "samples" / "real"
+REAL = TRACE_SAMPLES
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -25,6 +26,7 @@ def convert(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@needs(REAL)
 @pytest.mark.parametrize(
     ("source", "inputs", "summary"),
     [
@@ -56,6 +58,7 @@ def test_each_source_converts_and_says_what_it_kept(
     assert len(load_traces(out)) == int(summary.split()[0])
 
 
+@needs(REAL)
 def test_a_directory_is_searched_for_the_source_files(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions" / "2026" / "02" / "23"
     sessions.mkdir(parents=True)
@@ -78,6 +81,7 @@ def test_no_input_files_is_an_error_not_an_empty_trace(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+@needs(REAL)
 def test_bad_input_is_one_line_naming_file_path_and_field(tmp_path: Path) -> None:
     doc = json.loads((REAL / "kvcache-trace_0026.json").read_text(encoding="utf-8"))
     del doc["requests"][1]["out"]
@@ -90,6 +94,7 @@ def test_bad_input_is_one_line_naming_file_path_and_field(tmp_path: Path) -> Non
     assert "(missing)" in done.stderr
 
 
+@needs(REAL)
 def test_the_wrong_source_for_a_file_says_what_it_expected(tmp_path: Path) -> None:
     done = convert(
         "--from",

@@ -20,6 +20,7 @@ from harness.report.bench_html import render_report
 from harness.results.schema import validate_result
 from harness.traces.converters.kvcache import convert_kvcache
 from harness.traces.format import OutputSpec, Rollout, Turn, input_message, load_traces
+from tests.recorded import TRACE_SAMPLES, recorded
 
 from ..replay_support import endpoint, reference_server, run
 
@@ -116,7 +117,7 @@ def test_the_real_corpus_ships_its_provenance() -> None:
 
 
 def test_a_bench_of_a_real_capture_reports_recorded_beside_replayed(tmp_path: Path) -> None:
-    sample = Path(__file__).resolve().parents[2] / "traces/samples/real/kvcache-trace_0022.json"
+    sample = recorded(TRACE_SAMPLES / "kvcache-trace_0022.json")
     rollouts = convert_kvcache(sample)
     config = BenchConfig(traces=str(sample), per_kind=None, modes=("ws", "http"))
     with reference_server(tmp_path / "d") as srv:

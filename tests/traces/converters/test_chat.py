@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from harness.traces.converters.chat import convert_chat
+from tests.recorded import TRACE_SAMPLES, needs
 
-REAL = Path(__file__).resolve().parents[1] / "samples" / "real"
+REAL = TRACE_SAMPLES
+pytestmark = needs(TRACE_SAMPLES)
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,10 @@ import pytest
 
 from harness.traces.converters.codex import convert_codex
 from harness.traces.format import TraceFormatError
+from tests.recorded import TRACE_SAMPLES, needs
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
-REAL = SAMPLES / "real"
+REAL = TRACE_SAMPLES
 SHORT = REAL / "rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"
 TOOLS = REAL / "rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl"
 HAND = SAMPLES / "codex-rollout.jsonl"
@@ -27,6 +28,7 @@ def write(path: Path, items: list[Any]) -> Path:
     return path
 
 
+@needs(REAL)
 @pytest.mark.parametrize(("path", "turns", "calls", "linked"), [(SHORT, 1, 1, 0), (TOOLS, 6, 5, 5)])
 def test_real_sessions_convert_with_their_counts(
     path: Path, turns: int, calls: int, linked: int
@@ -39,6 +41,7 @@ def test_real_sessions_convert_with_their_counts(
     assert all("_reasoning_tokens" not in t.observed for t in r.turns)
 
 
+@needs(REAL)
 def test_real_token_counts_are_kept_per_request() -> None:
     r = convert_codex(TOOLS)
     usage = [

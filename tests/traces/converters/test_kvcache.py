@@ -10,8 +10,10 @@ import pytest
 
 from harness.traces.converters.kvcache import convert_kvcache
 from harness.traces.format import TraceFormatError, dumps_rollouts, loads_rollouts
+from tests.recorded import TRACE_SAMPLES, needs
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "real"
+SAMPLES = TRACE_SAMPLES
+pytestmark = needs(TRACE_SAMPLES)
 
 
 def load(name: str) -> dict[str, Any]:

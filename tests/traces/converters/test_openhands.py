@@ -10,8 +10,10 @@ import pytest
 
 from harness.traces.converters.openhands import convert_openhands
 from harness.traces.format import TraceFormatError
+from tests.recorded import TRACE_SAMPLES, needs
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "real"
+SAMPLES = TRACE_SAMPLES
+pytestmark = needs(TRACE_SAMPLES)
 BASIC = SAMPLES / "openhands-basic.json"
 RENAME = SAMPLES / "openhands-wrong_initial_state.json"
 CHAT = SAMPLES / "openhands-basic_interactions.json"

@@ -10,8 +10,10 @@ import pytest
 
 from harness.traces.converters.swe_agent import ACTION_TOOL, convert_swe_agent
 from harness.traces.format import TraceFormatError
+from tests.recorded import TRACE_SAMPLES, needs
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "real"
+SAMPLES = TRACE_SAMPLES
+pytestmark = needs(TRACE_SAMPLES)
 FC_SIMPLE = SAMPLES / "swe-agent-function_calling_simple.traj"
 TEST_REPO = SAMPLES / "swe-agent-6e44b9__sweagenttestrepo-1c2844.traj"
 MARSHMALLOW = SAMPLES / "swe-agent-marshmallow-1867-function_calling.traj"

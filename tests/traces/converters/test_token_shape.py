@@ -12,8 +12,9 @@ from harness.protocol.tokenizer import count_tokens, tokenize
 from harness.traces.converters.kvcache import convert_kvcache
 from harness.traces.converters.token_shape import BLOCK_TOKENS, fresh_text, prompt_text
 from tests.load.replay_support import endpoint, reference_server, run
+from tests.recorded import TRACE_SAMPLES, needs
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "real"
+SAMPLES = TRACE_SAMPLES
 
 
 def shared_prefix(a: str, b: str) -> int:
@@ -46,6 +47,7 @@ def test_a_prefix_of_a_prompt_is_the_same_text() -> None:
     assert count_tokens(fresh_text("s", "out:1", 37)) == 37
 
 
+@needs(SAMPLES)
 def test_replay_reports_cached_tokens_consistent_with_the_recorded_blocks(tmp_path: Path) -> None:
     rollout = convert_kvcache(SAMPLES / "kvcache-trace_0022.json")[0]
     with reference_server(tmp_path) as server:
