@@ -1,9 +1,9 @@
 """A built wheel works on its own: certify, bench and serve from any directory.
 
 Slow (it builds a wheel and a virtualenv), and CI runs it: an editable checkout hides a
-missing package-data entry, a wheel does not. The venv sees this environment's packages (so no
-download is needed) but gets its own copy of wsmode, and the test checks that copy is the one
-that runs.
+missing package-data entry, a wheel does not. The venv sees the packages of the environment
+running the tests, whether that is a virtualenv or not (so no download is needed), but gets its
+own copy of wsmode, and the test checks that copy is the one that runs.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import site
 import subprocess
 import sys
 import urllib.request
@@ -46,9 +47,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     )
     (wheel,) = dist.glob("wsmode-*.whl")
     env_dir = base / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", str(env_dir)], check=True
-    )
+    subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True)
+    _see_this_environment(env_dir)
     subprocess.run(
         [
             str(env_dir / "bin" / "python"),
@@ -64,6 +64,18 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         cwd=base,
     )
     yield env_dir
+
+
+def _see_this_environment(env_dir: Path) -> None:
+    """Put this environment's site-packages on the venv's path, after its own.
+
+    `--system-site-packages` would show the *base* interpreter's packages, which inside a
+    virtualenv are not the ones installed for the tests. A path line in a `.pth` file adds the
+    folder without running the `.pth` files in it, so this environment's editable install of
+    wsmode stays out and the wheel's copy is the one imported.
+    """
+    (own,) = (env_dir / "lib").glob("python3*/site-packages")
+    (own / "_tests_environment.pth").write_text("".join(f"{p}\n" for p in site.getsitepackages()))
 
 
 def _clean_env(venv: Path) -> dict[str, str]:
