@@ -9,9 +9,9 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from harness.protocol.cache import CachePolicy
+from harness.usage import usage_error
 from reference_server import logs
 from reference_server.app import ReferenceServer
 from reference_server.config import (
@@ -27,7 +27,7 @@ from reference_server.logs import LOG_FORMATS, LOG_LEVELS
 from reference_server.workers import run_workers
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "serve",
         help="run the reference WebSocket-mode server",
@@ -178,8 +178,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
     except ValueError as exc:
-        print(f"wsmode serve: {exc}")
-        return 2
+        return usage_error("wsmode serve", str(exc))
     if config.workers > 1:
         return run_workers(config, serve_until_signalled)
     serve_until_signalled(config)

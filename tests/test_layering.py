@@ -13,8 +13,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Shared by every layer: the root error class and the locator of the bundled data.
-EVERYWHERE = frozenset({"harness.errors", "harness.bundled"})
+# Shared by every layer: the root error class, the locator of the bundled data and the one
+# usage-error line (the bench and the recorder check their input below the CLI).
+EVERYWHERE = frozenset({"harness.errors", "harness.bundled", "harness.usage"})
 
 # Which packages each package may import (besides itself and EVERYWHERE), lowest floor first.
 ALLOWED: dict[str, frozenset[str]] = {

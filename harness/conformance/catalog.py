@@ -2,12 +2,12 @@
 
 `load_suites()` imports `suites/test_*.py` (which fills `cases.CATALOG`), `case_table()` renders
 the list as Markdown and `count_table()` the cases per category and level; `python -m
-harness.conformance.catalog --write suites/README.md` refreshes both blocks in the README.
+harness.conformance.commands catalog --write suites/README.md` refreshes both blocks in the
+README.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import sys
 from collections import Counter
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Final
 
 from harness.bundled import suites_dir
-from harness.conformance.cases import CATALOG
 from harness.conformance.model import CATEGORIES, CaseMeta
 from harness.protocol.levels import REQUIREMENT_LEVELS
 
@@ -76,20 +75,3 @@ def write(path: Path, block: str) -> None:
     if start < 0 or end < start:
         raise ValueError(f"{path}: no {START} ... {END} block")
     path.write_text(text[: start + len(START)] + "\n" + block + text[end:], encoding="utf-8")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.conformance.catalog")
-    parser.add_argument("--write", type=Path, default=None, metavar="README")
-    args = parser.parse_args(argv)
-    block = render(load_suites())
-    if args.write is None:
-        print(block)
-    else:
-        write(args.write, block)
-        print(f"wrote {args.write} ({len(CATALOG)} cases)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

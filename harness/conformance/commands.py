@@ -17,20 +17,23 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harness.bundled import suites_dir
+from harness.usage import EXIT_USAGE, CommandParser, usage_error
 
 SUITES_DIR = suites_dir()
+# the commands their usage errors name
+CERTIFY, MERGE, CHECK = "wsmode certify", "wsmode certify --merge", "wsmode check"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_certify(subparsers)
     _register_check(subparsers)
 
 
-def _register_check(subparsers: Any) -> None:
+def _register_check(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "check",
         help="judge recorded Responses traffic offline (JSONL, SSE, wire logs, cassettes)",
@@ -70,15 +73,14 @@ def check_main(args: argparse.Namespace) -> int:
     try:
         files = expand_inputs(list(args.files))
     except UnreadableInput as exc:
-        print(f"wsmode check: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(CHECK, str(exc))
     reports, unreadable = [], []
     for path in files:
         try:
             reports.append(check_file(path))
-        except UnreadableInput as exc:
+        except UnreadableInput as exc:  # said now, the others still judged; exit status 2
             unreadable.append(str(exc))
-            print(f"wsmode check: {exc}", file=sys.stderr)
+            usage_error(CHECK, str(exc))
     if args.json:
         document = {"files": [r.as_dict() for r in reports], "unreadable": unreadable}
         print(json.dumps(document, indent=2))
@@ -89,11 +91,11 @@ def check_main(args: argparse.Namespace) -> int:
         tally = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
         print(f"wsmode check: {sum(verdicts.values())} responses in {len(reports)} files: {tally}")
     if unreadable:
-        return 2
+        return EXIT_USAGE
     return 1 if any(r.must_findings for r in reports) else 0
 
 
-def _register_certify(subparsers: Any) -> None:
+def _register_certify(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "certify",
         help="run the conformance suites against a target (default: the reference server)",
@@ -215,11 +217,9 @@ def merge(paths: list[str], out: Path | None, results_root: str) -> int:
         try:
             result = load_result(path)
         except ResultsSchemaError as exc:
-            print(f"wsmode certify --merge: {exc}", file=sys.stderr)
-            return 2
+            return usage_error(MERGE, str(exc))
         if result["kind"] != "certify":
-            print(f"wsmode certify --merge: {path} is a {result['kind']} result", file=sys.stderr)
-            return 2
+            return usage_error(MERGE, f"{path} is a {result['kind']} result")
         results.append(result)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = out or Path(results_root) / "certify" / "_matrix" / stamp
@@ -237,15 +237,67 @@ def main(args: argparse.Namespace) -> int:
     try:
         import pytest
     except ImportError:
-        print("wsmode certify needs pytest: pip install 'wsmode[test]'", file=sys.stderr)
-        return 2
+        return usage_error(CERTIFY, "needs pytest: pip install 'wsmode[test]'")
     if not Path(args.suites).is_dir():
-        print(f"wsmode certify: no suites directory at {args.suites}", file=sys.stderr)
-        return 2
+        return usage_error(CERTIFY, f"no suites directory at {args.suites}")
     try:
         argv = pytest_arguments(args)
     except ValueError as exc:
-        print(f"wsmode certify: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(CERTIFY, str(exc))
     code = int(pytest.main(argv))
     return code if code in (0, 1) else 2
+
+
+# -- the maintainers' tools: python -m harness.conformance.commands catalog|kill-matrix -----------
+def tool_main(argv: Sequence[str] | None = None) -> int:
+    """`python -m harness.conformance.commands catalog [--write README]` prints (or writes into
+    suites/README.md) the case catalog; `... kill-matrix [--write-kill-matrix README] [--jobs N]
+    [--fault NAME]` runs the kill matrix (exit 1 when it does not hold)."""
+    from harness.conformance import killmatrix
+
+    parser = CommandParser(prog="python -m harness.conformance.commands")
+    tools = parser.add_subparsers(dest="tool", metavar="TOOL", required=True)
+    catalog = tools.add_parser("catalog", help="the case catalog of the suites")
+    catalog.add_argument("--write", type=Path, default=None, metavar="README")
+    catalog.set_defaults(run=_catalog)
+    matrix_doc = (killmatrix.__doc__ or "").split("\n")[0]
+    matrix = tools.add_parser("kill-matrix", help=matrix_doc, description=matrix_doc)
+    matrix.add_argument("--write-kill-matrix", type=Path, metavar="README", default=None)
+    matrix.add_argument("--jobs", type=int, default=None)
+    matrix.add_argument("--fault", action="append", default=None, metavar="NAME")
+    matrix.set_defaults(run=_kill_matrix)
+    args = parser.parse_args(argv)
+    status: int = args.run(args)
+    return status
+
+
+def _catalog(args: argparse.Namespace) -> int:
+    from harness.conformance.cases import CATALOG
+    from harness.conformance.catalog import load_suites, render, write
+
+    block = render(load_suites())
+    if args.write is None:
+        print(block)
+    else:
+        write(args.write, block)
+        print(f"wrote {args.write} ({len(CATALOG)} cases)")
+    return 0
+
+
+def _kill_matrix(args: argparse.Namespace) -> int:
+    from harness.conformance.killmatrix import check_matrix, render_table, run_matrix, write_table
+
+    run = run_matrix(args.fault, jobs=args.jobs)
+    table = render_table(run)
+    print(table)
+    problems = check_matrix(run)
+    for problem in problems:
+        print(f"PROBLEM: {problem}", file=sys.stderr)
+    if args.write_kill_matrix is not None:
+        write_table(args.write_kill_matrix, table)
+        print(f"wrote {args.write_kill_matrix}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(tool_main())

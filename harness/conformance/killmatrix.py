@@ -6,13 +6,12 @@ one, in parallel subprocesses (several embedded targets per `pytest suites` run)
 `check_matrix` lists what does not hold: a clean MUST/SHOULD case not passing, an expected
 catcher not failing, a fault caught by nothing, and for `EXACT_FAULTS` any other case failing.
 tests/conformance/test_kill_matrix.py asserts it is empty;
-`python -m harness.conformance.killmatrix --write-kill-matrix suites/README.md` regenerates the
-README table from the same run.
+`python -m harness.conformance.commands kill-matrix --write-kill-matrix suites/README.md`
+regenerates the README table from the same run.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -252,27 +251,3 @@ def write_table(path: Path, table: str) -> None:
         raise ValueError(f"{path}: no {START_MARK} ... {END_MARK} block")
     new = text[: start + len(START_MARK)] + "\n" + table + text[end:]
     path.write_text(new, encoding="utf-8")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.conformance.killmatrix", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument("--write-kill-matrix", type=Path, metavar="README", default=None)
-    parser.add_argument("--jobs", type=int, default=None)
-    parser.add_argument("--fault", action="append", default=None, metavar="NAME")
-    args = parser.parse_args(argv)
-    run = run_matrix(args.fault, jobs=args.jobs)
-    table = render_table(run)
-    print(table)
-    problems = check_matrix(run)
-    for problem in problems:
-        print(f"PROBLEM: {problem}", file=sys.stderr)
-    if args.write_kill_matrix is not None:
-        write_table(args.write_kill_matrix, table)
-        print(f"wrote {args.write_kill_matrix}")
-    return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -19,7 +19,7 @@ from harness.load.bench.config import (
     corpus_traces,
 )
 from harness.load.bench.embedded_server import DEFAULT_PROFILE, EmbeddedServer
-from harness.load.bench.run import run_bench, usage_error
+from harness.load.bench.run import BENCH, run_bench
 from harness.load.bench.variants import NOCACHE_VARIANT
 from harness.load.fixed_load import DEFAULT_MODEL, LoadSpec, ShardResult
 from harness.load.fixed_load_run import (
@@ -34,6 +34,9 @@ from harness.load.modes import MODES, parse_mode
 from harness.load.replay import Endpoint
 from harness.results.schema import utc_now_iso
 from harness.results.store import write_result
+from harness.usage import usage_error
+
+LOAD = "wsmode load"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -229,7 +232,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
     except ValueError as exc:
-        return usage_error(sys.stderr, str(exc))
+        return usage_error(BENCH, str(exc))
     if not config.html:
         return run_bench(config)
     # the report package sits above load (it reads results files): the CLI wires it in
@@ -319,7 +322,7 @@ def load_specs(args: argparse.Namespace, endpoint: Endpoint) -> list[LoadSpec]:
 
 def load_main(args: argparse.Namespace) -> int:
     if args.processes < 1:
-        return usage_error(sys.stderr, "--processes must be >= 1", command="load")
+        return usage_error(LOAD, "--processes must be >= 1")
     server = None
     if not args.target and not args.http_target:
         server = EmbeddedServer(profile=args.profile).start()
@@ -330,7 +333,7 @@ def load_main(args: argparse.Namespace) -> int:
         try:
             specs = load_specs(args, endpoint)
         except ValueError as exc:
-            return usage_error(sys.stderr, str(exc), command="load")
+            return usage_error(LOAD, str(exc))
         run = LoadRun(
             label=args.label,
             target_name=args.name or ("reference" if server else _name_from(ws_url or "")),

@@ -13,15 +13,13 @@ OUT/leaderboard.md, and a copy of every input file under OUT/results/ that the r
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import shutil
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from harness.report.gate import paired_speedups
 from harness.report.svg import Bar, Series, bar_chart, cdf_chart, fmt_ms
@@ -426,30 +424,3 @@ def write_board(
     (out / "index.html").write_text(render_html(rows, runs, title=title), encoding="utf-8")
     (out / "leaderboard.md").write_text(render_markdown(rows, runs, title=title), encoding="utf-8")
     return rows
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "results", nargs="+", metavar="RESULTS", help="results files or directories of them"
-    )
-    parser.add_argument("--out", default="board", metavar="DIR", help="output directory")
-    parser.add_argument("--title", default="wsmode latency leaderboard")
-
-
-def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    out = out or sys.stdout
-    err = err or sys.stderr
-    try:
-        rows = write_board(args.results, args.out, title=args.title)
-    except (ResultsSchemaError, ValueError) as exc:
-        print(f"wsmode board: error: {exc}", file=err)
-        return 2
-    except OSError as exc:
-        print(f"wsmode board: error: {exc}", file=err)
-        return 2
-    ranked = sum(1 for r in rows if r.rank is not None)
-    out.write(
-        f"wrote {Path(args.out) / 'index.html'} and leaderboard.md: {len(rows)} implementation(s), "
-        f"{ranked} ranked\n"
-    )
-    return 0

@@ -6,11 +6,16 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TextIO
 
 from harness.report import board, gate
+from harness.report.gate_text import render_markdown, render_text
 from harness.results.schema import ResultsSchemaError, dumps_result, load_result, ttft_definition
 from harness.results.store import list_results
+from harness.usage import usage_error
+
+GATE, BOARD = "wsmode gate", "wsmode board"  # the commands their usage errors name
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,8 +25,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=gate.__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    gate.add_arguments(p)
-    p.set_defaults(handler=gate.main)
+    add_gate_arguments(p)
+    p.set_defaults(handler=gate_main)
 
     p = subparsers.add_parser(
         "board",
@@ -29,11 +34,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=board.__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    board.add_arguments(p)
-    p.set_defaults(handler=board.main)
+    add_board_arguments(p)
+    p.set_defaults(handler=board_main)
 
-    p = subparsers.add_parser("results", help="list and show results files")
-    sub = p.add_subparsers(dest="results_command", metavar="ACTION")
+    results = subparsers.add_parser("results", help="list and show results files")
+    sub = results.add_subparsers(dest="results_command", metavar="ACTION")
     lp = sub.add_parser("list", help="list the results tree")
     lp.add_argument("--root", default="results", help="results directory (default: results)")
     lp.set_defaults(handler=results_list)
@@ -41,12 +46,95 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sp.add_argument("file", metavar="FILE")
     sp.add_argument("--json", action="store_true", help="print the validated JSON instead")
     sp.set_defaults(handler=results_show)
-    p.set_defaults(handler=lambda args: _usage(p))
+    results.set_defaults(group=results)  # `wsmode results` alone: harness.cli shows its help
 
 
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
+# -- wsmode gate -----------------------------------------------------------------------------------
+def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baseline", required=True, metavar="FILE", help="baseline results file")
+    parser.add_argument("--current", required=True, metavar="FILE", help="current results file")
+    parser.add_argument(
+        "--thresholds", metavar="FILE.toml", help="per-metric/percentile limits (see README)"
+    )
+    parser.add_argument(
+        "--markdown",
+        metavar="OUT",
+        help="append a Markdown summary to OUT (e.g. \"$GITHUB_STEP_SUMMARY\"); '-' for stdout",
+    )
+    parser.add_argument(
+        "--require-samples",
+        action="store_true",
+        help="fail when a metric has fewer samples than min_samples",
+    )
+    parser.add_argument(
+        "--min-samples", type=int, metavar="N", help="override min_samples (default 30)"
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="certify: SHOULD cases gate like MUST cases"
+    )
+
+
+def gate_main(
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    out = out or sys.stdout
+    try:
+        config = gate.load_config(args.thresholds)
+        if args.min_samples is not None:
+            if args.min_samples < 1:
+                raise gate.GateInputError("--min-samples must be at least 1")
+            config.min_samples = args.min_samples
+        baseline = load_result(args.baseline)
+        current = load_result(args.current)
+        report = gate.run_gate(
+            baseline,
+            current,
+            config,
+            require_samples=args.require_samples,
+            strict=args.strict,
+        )
+    except (gate.GateInputError, ResultsSchemaError) as exc:
+        return usage_error(GATE, str(exc), err=err)
+    out.write(render_text(report))
+    if args.markdown:
+        md = render_markdown(report)
+        if args.markdown == "-":
+            out.write("\n" + md)
+        else:
+            try:
+                with open(args.markdown, "a", encoding="utf-8") as f:
+                    f.write(md)
+            except OSError as exc:
+                return usage_error(GATE, f"cannot write {args.markdown}: {exc}", err=err)
+    return report.exit_code
+
+
+# -- wsmode board ----------------------------------------------------------------------------------
+def add_board_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "results", nargs="+", metavar="RESULTS", help="results files or directories of them"
+    )
+    parser.add_argument("--out", default="board", metavar="DIR", help="output directory")
+    parser.add_argument("--title", default="wsmode latency leaderboard")
+
+
+def board_main(
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    out = out or sys.stdout
+    try:
+        rows = board.write_board(args.results, args.out, title=args.title)
+    except (ResultsSchemaError, ValueError, OSError) as exc:
+        return usage_error(BOARD, str(exc), err=err)
+    ranked = sum(1 for r in rows if r.rank is not None)
+    out.write(
+        f"wrote {Path(args.out) / 'index.html'} and leaderboard.md: {len(rows)} implementation(s), "
+        f"{ranked} ranked\n"
+    )
+    return 0
+
+
+# -- wsmode results --------------------------------------------------------------------------------
 
 
 def results_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -71,8 +159,7 @@ def results_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         result = load_result(args.file)
     except ResultsSchemaError as exc:
-        print(f"wsmode results: error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error("wsmode results show", str(exc))
     if args.json:
         out.write(dumps_result(result))
         return 0

@@ -21,21 +21,18 @@ invalid thresholds file).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
-import sys
 import tomllib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from harness.errors import WsmodeError
-from harness.report.gate_report import EXIT_BAD_INPUT, CaseFinding, GateReport, MetricFinding
-from harness.report.gate_text import render_markdown, render_text
+from harness.report.gate_report import CaseFinding, GateReport, MetricFinding
 from harness.results import stats
-from harness.results.schema import ResultsSchemaError, load_result, ttft_definition
+from harness.results.schema import ttft_definition
 
 LATENCY_METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "turn_e2e_ms", "rollout_e2e_ms")
 GATE_METRICS = (*LATENCY_METRICS, "speedup", "error_rate")
@@ -414,64 +411,3 @@ def run_gate(
 
 def _describe(result: Mapping[str, Any]) -> str:
     return f"{result['target']['name']} / {result['label']} ({result['started_at']})"
-
-
-# -- command -----------------------------------------------------------------------------------
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--baseline", required=True, metavar="FILE", help="baseline results file")
-    parser.add_argument("--current", required=True, metavar="FILE", help="current results file")
-    parser.add_argument(
-        "--thresholds", metavar="FILE.toml", help="per-metric/percentile limits (see README)"
-    )
-    parser.add_argument(
-        "--markdown",
-        metavar="OUT",
-        help="append a Markdown summary to OUT (e.g. \"$GITHUB_STEP_SUMMARY\"); '-' for stdout",
-    )
-    parser.add_argument(
-        "--require-samples",
-        action="store_true",
-        help="fail when a metric has fewer samples than min_samples",
-    )
-    parser.add_argument(
-        "--min-samples", type=int, metavar="N", help="override min_samples (default 30)"
-    )
-    parser.add_argument(
-        "--strict", action="store_true", help="certify: SHOULD cases gate like MUST cases"
-    )
-
-
-def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    out = out or sys.stdout
-    err = err or sys.stderr
-    try:
-        config = load_config(args.thresholds)
-        if args.min_samples is not None:
-            if args.min_samples < 1:
-                raise GateInputError("--min-samples must be at least 1")
-            config.min_samples = args.min_samples
-        baseline = load_result(args.baseline)
-        current = load_result(args.current)
-        report = run_gate(
-            baseline,
-            current,
-            config,
-            require_samples=args.require_samples,
-            strict=args.strict,
-        )
-    except (GateInputError, ResultsSchemaError) as exc:
-        print(f"wsmode gate: error: {exc}", file=err)
-        return EXIT_BAD_INPUT
-    out.write(render_text(report))
-    if args.markdown:
-        md = render_markdown(report)
-        if args.markdown == "-":
-            out.write("\n" + md)
-        else:
-            try:
-                with open(args.markdown, "a", encoding="utf-8") as f:
-                    f.write(md)
-            except OSError as exc:
-                print(f"wsmode gate: error: cannot write {args.markdown}: {exc}", file=err)
-                return EXIT_BAD_INPUT
-    return report.exit_code

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.traces.format import TraceFormatError
+from harness.usage import CommandParser, usage_error
 
 #: The file `traces generate --count` writes when --out names a directory.
 GENERATED_FILE_NAME = "generated.jsonl"
 _TRACE_SUFFIXES = (".jsonl", ".jsonl.gz")
 CONVERT_SOURCES = ("codex", "chat", "swe-agent", "openhands", "kvcache")
+CONVERT = "wsmode traces convert"  # the command its usage errors name
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from harness.traces import generator as tracegen
 
     record = subparsers.add_parser(
@@ -83,10 +87,10 @@ def register(subparsers: Any) -> None:
     val.add_argument("paths", nargs="+")
     val.set_defaults(handler=_validate)
     _register_convert(sub)
-    traces.set_defaults(handler=lambda args: (traces.print_help(), 2)[1])
+    traces.set_defaults(group=traces)  # `wsmode traces` alone: harness.cli shows its help
 
 
-def _register_convert(sub: Any) -> None:
+def _register_convert(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     conv = sub.add_parser(
         "convert",
         help="convert recorded agent sessions (codex, chat, swe-agent, openhands, kvcache)",
@@ -106,9 +110,28 @@ def _register_convert(sub: Any) -> None:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from harness.traces.recorder import main
+    import asyncio
 
-    return main(args)
+    from websockets.exceptions import ConnectionClosed
+
+    from harness.traces.recorder import RECORD, record
+
+    if not 0 <= args.listen <= 65535:
+        return usage_error(RECORD, f"--listen must be a port in 0-65535, got {args.listen}")
+    try:
+        return asyncio.run(
+            record(
+                args.upstream,
+                args.listen,
+                args.out,
+                duration_s=args.duration_s,
+                events=getattr(args, "events", None),
+            )
+        )
+    except ValueError as exc:
+        return usage_error(RECORD, str(exc))
+    except ConnectionClosed:
+        return 1
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -116,8 +139,7 @@ def _generate(args: argparse.Namespace) -> int:
     from harness.traces.format import dump_rollouts
 
     def fail(message: str) -> int:
-        print(f"wsmode traces generate: {message}", file=sys.stderr)
-        return 2
+        return usage_error("wsmode traces generate", message)
 
     seed = tracegen.CORPUS_SEED if args.seed is None else args.seed
     out = Path(args.out)
@@ -196,13 +218,36 @@ def _convert(args: argparse.Namespace) -> int:
         rollouts = convert_inputs(args.source, [Path(p) for p in args.inputs], args.agent_kind)
         dump_rollouts(rollouts, args.out)
     except TraceFormatError as exc:
-        print(f"wsmode traces convert: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(CONVERT, str(exc))
     except OSError as exc:
-        print(
-            f"wsmode traces convert: cannot write {args.out}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
-        return 2
+        return usage_error(CONVERT, f"cannot write {args.out}: {exc.strerror or exc}")
     print(f"{args.out}: {summary_line(rollouts)}")
     return 0
+
+
+# -- the maintainers' tool: python -m harness.traces.commands corpus ------------------------------
+def tool_main(argv: Sequence[str] | None = None) -> int:
+    """`python -m harness.traces.commands corpus [--out traces] [--seed N] [--stats]`:
+    regenerate the bundled trace corpus (traces/README.md)."""
+    from harness.traces import generator as tracegen
+
+    parser = CommandParser(prog="python -m harness.traces.commands")
+    tools = parser.add_subparsers(dest="tool", metavar="TOOL", required=True)
+    corpus = tools.add_parser("corpus", help="regenerate the bundled trace corpus")
+    corpus.add_argument("--out", default="traces", help="output directory (default: traces)")
+    corpus.add_argument("--seed", type=int, default=tracegen.CORPUS_SEED)
+    corpus.add_argument("--stats", action="store_true", help="print corpus statistics as JSON")
+    args = parser.parse_args(argv)
+    sizes = tracegen.write_corpus(args.out, args.seed)
+    for name, size in sizes.items():
+        print(f"{name}: {size / 1e6:.2f} MB")
+    if args.stats:
+        from harness.traces.format import load_traces
+
+        stats = tracegen.corpus_stats(load_traces(Path(args.out) / "corpus"))
+        print(json.dumps(stats, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(tool_main())

@@ -15,12 +15,11 @@ reports, patches, tool outputs) comes from ``harness.traces.text``.
 Everything is deterministic per seed: one ``random.Random(seed)`` drives a rollout (files get
 sub-seeds drawn from it) and nothing reads global randomness, hash order or the clock.
 
-``python -m harness.traces.generator --out traces`` regenerates the committed corpus.
+``python -m harness.traces.commands corpus --out traces`` regenerates the committed corpus.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -605,23 +604,3 @@ def write_corpus(out_dir: str | Path, seed: int = CORPUS_SEED) -> dict[str, int]
         )
     sizes["smoke.jsonl"] = dump_rollouts(generate_smoke(seed), out / "smoke.jsonl")
     return sizes
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate the bundled trace corpus.")
-    parser.add_argument("--out", default="traces", help="output directory (default: traces)")
-    parser.add_argument("--seed", type=int, default=CORPUS_SEED)
-    parser.add_argument("--stats", action="store_true", help="print corpus statistics as JSON")
-    args = parser.parse_args(argv)
-    sizes = write_corpus(args.out, args.seed)
-    for name, size in sizes.items():
-        print(f"{name}: {size / 1e6:.2f} MB")
-    if args.stats:
-        from harness.traces.format import load_traces
-
-        print(json.dumps(corpus_stats(load_traces(Path(args.out) / "corpus")), indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -41,14 +41,14 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 from urllib.parse import urlsplit
 
 import h11
 import httpx
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import Server, ServerConnection
-from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
+from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.server import ServerProtocol
 
 from harness.traces.event_log import EventLog
@@ -57,6 +57,9 @@ from harness.transport.events import GarbageFrame
 from harness.transport.frontdoor import FrontDoor
 from harness.transport.h11_loop import next_h11_event, read_within
 from harness.transport.sse_wire import SseParser, parse_event
+from harness.usage import usage_error
+
+RECORD = "wsmode record"  # the command its usage errors name
 
 _HOP_BY_HOP = frozenset(
     {
@@ -394,8 +397,7 @@ async def record(
             recorder.events.close()
         # asyncio wraps the bind error's text; the errno's own text is the clear part
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
-        err.write(f"wsmode record: cannot listen on 127.0.0.1:{port}: {reason}\n")
-        return 2
+        return usage_error(RECORD, f"cannot listen on 127.0.0.1:{port}: {reason}", err=err)
     err.write(
         f"wsmode record: listening on {recorder.http_url} and {recorder.ws_url}, forwarding to "
         f"{recorder.http_origin}; writing {out}; Ctrl-C to stop\n"
@@ -412,31 +414,9 @@ async def record(
     try:
         written = await recorder.stop()
     except OSError as exc:
-        err.write(f"wsmode record: cannot write {out}: {exc.strerror or exc}\n")
-        return 2
+        return usage_error(RECORD, f"cannot write {out}: {exc.strerror or exc}", err=err)
     if written:
         err.write(f"wsmode record: {written} rollout(s) written to {out}\n")
     else:  # an empty trace would not load, so there is no file to write
         err.write("wsmode record: nothing recorded; no file written\n")
     return 0
-
-
-def main(args: Any) -> int:
-    if not 0 <= args.listen <= 65535:
-        sys.stderr.write(f"wsmode record: --listen must be a port in 0-65535, got {args.listen}\n")
-        return 2
-    try:
-        return asyncio.run(
-            record(
-                args.upstream,
-                args.listen,
-                args.out,
-                duration_s=args.duration_s,
-                events=getattr(args, "events", None),
-            )
-        )
-    except ValueError as exc:
-        sys.stderr.write(f"wsmode record: {exc}\n")
-        return 2
-    except ConnectionClosed:
-        return 1

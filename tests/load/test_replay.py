@@ -11,6 +11,7 @@ from harness.load.bench.result import metric_sets
 from harness.load.modes import MODES, Mode
 from harness.load.replay import (
     CONTINUE_TEXT,
+    HttpClientPool,
     ReplayOptions,
     RolloutState,
     answer_calls,
@@ -212,3 +213,20 @@ def test_a_model_override_names_the_model_in_every_mode() -> None:
         options = ReplayOptions(mode=mode, model="my-model")
         body, _ = RolloutState(rollout, options).request(rollout.turns[0])
         assert body["model"] == "my-model"
+
+
+def test_http_client_pool_hands_out_one_client_per_rollout_and_reuses_it(tmp_path: Path) -> None:
+    async def scenario(ep) -> tuple[int, list[bool]]:  # type: ignore[no-untyped-def]
+        pool = HttpClientPool()
+        pool.prefill(ep.http_url, None, ReplayOptions().turn_timeout_s, 1)
+        oks = []
+        for rollout in smoke_rollouts():
+            result = await replay_rollout(rollout, ep, ReplayOptions(mode="http"), http_pool=pool)
+            oks.append(result.ok and all(t.bytes_sent > 0 for t in result.turns))
+        size = pool.size
+        await pool.aclose()
+        return size, oks
+
+    with reference_server(tmp_path / "d") as srv:
+        size, oks = run(scenario(endpoint(srv)))
+    assert size == 1 and all(oks)

@@ -60,9 +60,10 @@ def test_results_list_and_show(synth: Any, tmp_path: Path, capsys: Any) -> None:
     assert cli_main(["results", "show", str(root / "bench" / "broken.json")]) == 2
 
 
-def test_results_without_action_prints_usage(capsys: Any) -> None:
+def test_results_without_action_prints_usage_on_stderr(capsys: Any) -> None:
     assert cli_main(["results"]) == 2
-    assert "list" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "list" in captured.err and captured.out == ""
 
 
 @pytest.mark.parametrize("command", ["gate", "board"])

@@ -59,6 +59,9 @@ from harness.load.schedule import (
 from harness.results.schema import utc_now_iso
 from harness.results.store import slug, write_result
 from harness.traces.format import Rollout, load_traces
+from harness.usage import usage_error
+
+BENCH = "wsmode bench"  # the command its usage errors name
 
 # writes the HTML report of a results document beside its JSON; returns the path written
 ReportWriter = Callable[[Mapping[str, Any], Path], Path]
@@ -354,12 +357,6 @@ async def _warm_up_and_replay(run: BenchRun, err: TextIO) -> None:
 
 
 # -- the whole run ---------------------------------------------------------------------------
-def usage_error(err: TextIO, message: str, command: str = "bench") -> int:
-    """`wsmode <command>: <message>` on one line, whatever the message; exit status 2."""
-    err.write(f"wsmode {command}: {' '.join(message.split())}\n")
-    return 2
-
-
 @dataclass(frozen=True, slots=True)
 class RunWords:
     """The run described in words, for the header, the summary and the results notes."""
@@ -418,11 +415,13 @@ def run_bench(
         corpus = load_traces(config.traces)
         rollouts = select_rollouts(corpus, config)
     except ValueError as exc:  # TraceFormatError is one
-        return usage_error(err, str(exc))
+        return usage_error(BENCH, str(exc), err=err)
     except OSError as exc:  # reading the traces
-        return usage_error(err, f"{exc.filename or config.traces}: {exc.strerror or exc}")
+        return usage_error(
+            BENCH, f"{exc.filename or config.traces}: {exc.strerror or exc}", err=err
+        )
     if not rollouts:
-        return usage_error(err, "no rollouts selected")
+        return usage_error(BENCH, "no rollouts selected", err=err)
     words = RunWords.of(config, replayed_rollouts(rollouts, config), len(corpus))
     err.write(words.header(config))
     try:

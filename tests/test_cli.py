@@ -1,0 +1,124 @@
+"""The `wsmode` command line: every area is there, and every usage error takes one shape:
+`<prog>: <message>` as the last line on stderr, nothing on stdout, exit status 2
+(harness/usage.py), whether the parser, a command's own check or a missing subcommand found it."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import build_parser, main
+from harness.conformance.commands import tool_main as conformance_tool
+from harness.traces.commands import tool_main as traces_tool
+from harness.usage import usage_error
+
+# in `wsmode --help` order
+COMMANDS = [
+    "serve",
+    "certify",
+    "check",
+    "bench",
+    "load",
+    "record",
+    "traces",
+    "gate",
+    "board",
+    "results",
+]
+
+
+def _run(argv: list[str], capsys: Any) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of `wsmode argv`, SystemExit included (parser errors)."""
+    try:
+        status = main(argv)
+    except SystemExit as exc:
+        status = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_every_area_registers_its_commands_in_order() -> None:
+    parser = build_parser()
+    (subparsers,) = (a for a in parser._actions if a.dest == "command")
+    assert list(subparsers.choices) == COMMANDS  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        ([], "wsmode: no subcommand given"),
+        (["traces"], "wsmode traces: no subcommand given"),
+        (["results"], "wsmode results: no subcommand given"),
+        (["gate"], "wsmode gate: the following arguments are required: --baseline, --current"),
+        (["serve", "--workers", "0"], "wsmode serve: argument --workers: must be >= 1, got 0"),
+        (["serve", "--fault", "nonsense"], "wsmode serve: unknown fault(s): nonsense; known: "),
+        (["bench", "--schedule", "sweep", "--sweep", "x"], "wsmode bench: --sweep: expected"),
+        (["bench", "--traces", "/nonexistent"], "wsmode bench: /nonexistent: no such file"),
+        (["load", "--processes", "0"], "wsmode load: --processes must be >= 1"),
+        (
+            ["certify", "--fault", "x", "--target", "ws://127.0.0.1:9/v1/responses"],
+            "wsmode certify: --fault applies to the embedded reference server only",
+        ),
+        (["certify", "--merge", "/nonexistent.json"], "wsmode certify --merge: /nonexistent.json"),
+        (
+            ["record", "--upstream", "http://127.0.0.1:9", "--listen", "70000", "--out", "x"],
+            "wsmode record: --listen must be a port in 0-65535, got 70000",
+        ),
+        (["traces", "generate", "--out", "g.jsonl", "--count", "0"], "wsmode traces generate: "),
+        (
+            ["traces", "convert", "--from", "chat", "/nonexistent", "--out", "x.jsonl"],
+            "wsmode traces convert: /nonexistent: no such file or directory",
+        ),
+        (["traces", "generate", "--kind", "x"], "wsmode traces generate: argument --kind: invalid"),
+        (
+            ["gate", "--baseline", "/nonexistent.json", "--current", "/nonexistent.json"],
+            "wsmode gate: /nonexistent.json: cannot read",
+        ),
+        (["board", "/nonexistent.json"], "wsmode board: /nonexistent.json: cannot read"),
+        (["results", "show", "/nonexistent.json"], "wsmode results show: /nonexistent.json"),
+    ],
+)
+def test_a_usage_error_is_one_line_on_stderr_and_exit_2(
+    argv: list[str], line: str, tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)  # nothing a refused command might write lands in the checkout
+    status, out, err = _run(argv, capsys)
+    assert (status, out) == (2, ""), err
+    assert err.splitlines()[-1].startswith(line), err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_says_each_unreadable_file_and_still_judges_the_others(
+    tmp_path: Path, capsys: Any
+) -> None:
+    status, out, err = _run(["check", str(tmp_path / "none.jsonl")], capsys)
+    assert (
+        status == 2
+        and err == f"wsmode check: {tmp_path / 'none.jsonl'}: No such file or directory\n"
+    )
+    assert out == "wsmode check: 0 responses in 0 files: \n"  # the tally of what was readable
+
+
+def test_a_missing_subcommand_shows_the_group_help_on_stderr(capsys: Any) -> None:
+    status, out, err = _run(["results"], capsys)
+    assert status == 2 and out == ""
+    assert "list the results tree" in err and "summarize one results file" in err
+
+
+def test_usage_error_keeps_the_message_on_one_line() -> None:
+    err = io.StringIO()
+    assert usage_error("wsmode x", "two\nlines  and   spaces", usage="usage: x\n", err=err) == 2
+    assert err.getvalue() == "usage: x\nwsmode x: two lines and spaces\n"
+
+
+def test_the_maintainers_tools_run_from_their_commands_module(capsys: Any) -> None:
+    assert conformance_tool(["catalog"]) == 0
+    assert "| category | MUST | SHOULD | MAY | total |" in capsys.readouterr().out
+    for tool in (conformance_tool, traces_tool):
+        with pytest.raises(SystemExit) as info:
+            tool([])
+        assert info.value.code == 2
+        assert "the following arguments are required: TOOL" in capsys.readouterr().err
