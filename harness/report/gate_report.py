@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_REGRESSION = 0, 1  # bad input: 2, through harness.usage
 
 
 @dataclasses.dataclass

@@ -59,11 +59,11 @@ async def probe(
     """
     budget = event_timeout_s if budget_s is None else budget_s
     deadline = asyncio.get_running_loop().time() + budget
-    ask = _Probe(model, api_key, event_timeout_s, deadline)
+    one = _Probe(model, api_key, event_timeout_s, deadline)
     try:
         if mode == "ws":
-            return await ask.over_ws(url, open_ws, check_errors)
-        return await ask.over_http(url, check_errors)
+            return await one.over_ws(url, open_ws, check_errors)
+        return await one.over_http(url, check_errors)
     except TimeoutError:
         return f"the probe got no answer within {budget:g} s"
 
