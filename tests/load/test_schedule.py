@@ -76,9 +76,9 @@ def test_closed_loop_runs_at_most_concurrency_at_once_and_honours_bounds() -> No
     done = run(closed_loop(list(range(12)), job, concurrency=3))
     assert sorted(done) == list(range(12)) and peak == 3
     assert len(run(closed_loop(list(range(12)), job, concurrency=3, max_jobs=5))) == 5
-    t = time.monotonic()
+    # 1000 jobs of 10 ms at concurrency 2 take 5 s: a 0.1 s duration stops the loop long before
     bounded = run(closed_loop(list(range(1000)), job, concurrency=2, duration_s=0.1))
-    assert time.monotonic() - t < 0.5 and len(bounded) < 1000
+    assert len(bounded) < 1000
 
 
 async def _fast_then_stuck(i: int, intended: int | None) -> tuple[str, int]:
