@@ -15,7 +15,6 @@ from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.frames import DATA_OPCODES, Frame
-from websockets.protocol import OPEN
 
 from harness.transport.sockets import StampingSocket, arrival_ns
 
@@ -88,21 +87,13 @@ class StampedServerConnection(ServerConnection):
 
         Events the server emits back to back (created + in_progress, an item's done events) go
         out together; measured here, a loopback send costs ~0.1 ms, mostly waking the reader.
-        On an open connection whose transport is not closing, the frames go straight through
-        the protocol, then wait as `send()` does when the write filled the transport (its
-        flow control); `send_context`, the guard `send()` uses, would add only its setup
-        (~10 us of a continuation's TTFT, measured). Any other state takes that guard, which
-        waits, closes or raises as websockets does (15.x, pinned).
+        websockets (15.x) has no public call for several messages: `send()` takes one (an
+        iterable is one fragmented message). So this is `send()` for several: the frames are
+        made by the Sans-I/O protocol's `send_text` inside `send_context()`, the guard
+        `send()` itself uses (state check, flow control, closing), and `send_data` joins them.
         """
-        if self.protocol.state is OPEN and not self.transport.is_closing():
-            for text in texts:  # UTF-8 JSON (wire.dumps_bytes): framed as text
-                self.protocol.send_text(text)
-            self.send_data()
-            if self.paused:  # over the transport's high-water mark
-                await self.drain()
-            return
         async with self.send_context():
-            for text in texts:
+            for text in texts:  # UTF-8 JSON (wire.dumps_bytes): framed as text
                 self.protocol.send_text(text)
 
     def send_data(self) -> None:

@@ -95,6 +95,8 @@ _REASONING_SIGMA: Final = 0.6
 _SEED_DOMAIN: Final = "wsmode-engine/v1"
 T = TypeVar("T")
 # What a turn's random streams derive from: the string, or a function computing it on demand.
+# The function form stays on purpose: computing the material for every turn (a SHA-256 of the
+# newest input) moved the continuation bench beyond its noise (issue 20, bench/README.md).
 SeedMaterial = str | Callable[[], str]
 
 
