@@ -36,6 +36,7 @@ from typing import Any
 from websockets.asyncio.client import connect
 
 from harness.load.bench.embedded_server import EmbeddedServer
+from harness.protocol.extension import read_server_stamps
 from harness.transport.exchange import sse_exchange, ws_exchange
 from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient
@@ -141,8 +142,10 @@ def history(tokens: int) -> list[dict[str, Any]]:
 
 def overhead_ms(final: dict[str, Any], ttft_ms: float) -> tuple[float, float]:
     """(client TTFT - simulated inference, server-stamped receipt -> engine start)."""
-    timings = final["wsmode"]
-    return ttft_ms - float(timings["inference_ttft_ms"]), float(timings["api_overhead_ms"])
+    stamps = read_server_stamps(final)
+    assert stamps is not None, "the reference server stamps every terminal Response"
+    assert stamps.inference_ttft_ms is not None and stamps.api_overhead_ms is not None
+    return ttft_ms - stamps.inference_ttft_ms, stamps.api_overhead_ms
 
 
 async def ws_overheads(

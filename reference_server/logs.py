@@ -15,6 +15,8 @@ import logging
 import sys
 from typing import Any, Final, Literal
 
+from harness.protocol.extension import read_server_stamps
+
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: Final = ("text", "json")
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
@@ -69,16 +71,16 @@ def log_response(
     """The one line a finished response gets (INFO on `wsmode.responses`)."""
     if not responses_log.isEnabledFor(logging.INFO):
         return
-    report = response.get("wsmode") or {}
+    stamps = read_server_stamps(response)
     usage = response.get("usage") or {}
     fields = {
         "response_id": response.get("id"),
         "connection": connection_id,
         "transport": transport,
         "previous_response_id": response.get("previous_response_id"),
-        "cache": report.get("resolution", "none"),
+        "cache": stamps.resolution if stamps is not None else "none",
         "status": status,
-        "ttft_ms": report.get("ttft_ms"),
+        "ttft_ms": stamps.ttft_ms if stamps is not None else None,
         "tokens_in": usage.get("input_tokens"),
         "tokens_out": usage.get("output_tokens"),
     }

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from harness.protocol import errors
 from harness.protocol.cache import ResponseCache
 from harness.protocol.emitter import ResponseEmitter
+from harness.protocol.extension import EXTENSION_FIELD
 from harness.protocol.requests import CreateRequest
 from reference_server.engine.engine import SeedMaterial, computed_once
 from reference_server.engine.generation_plan import GenerationPlan
@@ -261,7 +262,7 @@ class TurnRunner:
         plan, status = generated.plan, generated.decoded.status
         if prompt.item_keys:  # the prompt is now prefilled: its KV prefix is reusable
             services.prefix_cache.insert(prompt.item_keys[-1], prompt.token_count)
-        emitter.response["wsmode"] = wsmode_report(
+        emitter.response[EXTENSION_FIELD] = wsmode_report(
             resolution=prepared.resolution,
             received_at=ctx.received_at,
             engine_start=generated.engine_start,

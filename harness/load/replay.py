@@ -49,6 +49,7 @@ from harness.load.modes import Mode, parse_mode
 from harness.load.replay_results import RolloutResult, TurnResult
 from harness.protocol.accumulator import RULES
 from harness.protocol.events import NON_OUTPUT_TYPES
+from harness.protocol.extension import read_server_stamps
 from harness.protocol.items import content_text, history_item, summary_text
 from harness.traces.format import OutputSpec, Rollout, Turn, input_message
 from harness.transport.events import TargetTimeout, TransportError
@@ -276,26 +277,18 @@ def fill_metrics(result: TurnResult, exchange: Exchange, context_estimate: int) 
         result.output_tokens = deltas
     if result.ttft_ms is not None and result.turn_e2e_ms is not None and result.output_tokens > 1:
         result.tpot_ms = (result.turn_e2e_ms - result.ttft_ms) / (result.output_tokens - 1)
-    stamps = final.get("wsmode")
-    if isinstance(stamps, Mapping):
-        result.inference_ttft_ms = _num(stamps.get("inference_ttft_ms"))
-        result.server_ttft_ms = _num(stamps.get("ttft_ms"))
-        result.server_api_overhead_ms = _num(stamps.get("api_overhead_ms"))
-        stages = stamps.get("stages_ms")
-        if isinstance(stages, Mapping):
-            result.stages_ms = {str(k): float(v) for k, v in stages.items() if _num(v) is not None}
-        resolution = stamps.get("resolution")
-        result.resolution = resolution if isinstance(resolution, str) else None
+    stamps = read_server_stamps(final)
+    if stamps is not None:
+        result.inference_ttft_ms = stamps.inference_ttft_ms
+        result.server_ttft_ms = stamps.ttft_ms
+        result.server_api_overhead_ms = stamps.api_overhead_ms
+        if stamps.stages_ms is not None:
+            result.stages_ms = stamps.stages_ms
+        result.resolution = stamps.resolution
     if exchange.response is not None:
         result.violations = tuple(
             v.rule_id for v in exchange.response.violations if RULES[v.rule_id][0] == "MUST"
         )
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
 
 
 def exchange_error(exchange: Exchange) -> str | None:

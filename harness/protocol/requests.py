@@ -18,14 +18,13 @@ from typing import Any, Literal
 from harness.errors import WsmodeError
 from harness.protocol import errors
 from harness.protocol.errors import ApiError
+from harness.protocol.extension import EXTENSION_FIELD  # scripted output and a seed
 
 Transport = Literal["ws", "http"]
 
 STREAM_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
 CLIENT_EVENT_TYPES = frozenset({"response.create"})
 _TOOL_CHOICE_MODES = frozenset({"auto", "none", "required"})
-# Our extension namespace: scripted output and per-request seed (reference server only).
-EXTENSION_FIELD = "wsmode"
 
 
 class InvalidRequest(WsmodeError):

@@ -9,6 +9,7 @@ from harness.protocol.cache import Resolution
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.errors import ApiError
 from harness.protocol.events import Event, response_object
+from harness.protocol.extension import ServerStamps
 from harness.protocol.requests import CreateRequest
 from reference_server.engine.generation_plan import GenerationPlan
 from reference_server.pipeline.ids import new_id
@@ -87,7 +88,7 @@ def wsmode_report(
     plan: GenerationPlan,
     stages_ms: dict[str, float],
     cached_tokens: int,
-) -> dict[str, Any]:
+) -> ServerStamps:
     """The `wsmode` object of the terminal Response: where the turn's time went."""
 
     def since_arrival_ms(at: float | None) -> float | None:
