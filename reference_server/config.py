@@ -1,4 +1,4 @@
-"""Server configuration: limits, optimizations and faults, with RELIABILITY.md's defaults.
+"""Server configuration: limits, optimizations and faults, with the defaults of docs/RELIABILITY.md.
 
 Every limit is a field with its unit in the name, so `wsmode serve --help`, the docs and the
 conformance target profile all speak the same names.
@@ -58,7 +58,7 @@ class Limits:
     max_lanes: int = 32  # distinct named lanes (stream_id) per connection
     max_connections: int = 1024
     max_connections_per_key: int = 64
-    context_window_tokens: int = 200_000  # RELIABILITY.md says 128k: see the server README
+    context_window_tokens: int = 200_000  # coding rollouts outgrow 128k (server README)
     max_output_tokens: int = 32_000
     drain_timeout_s: float = 10.0  # SIGTERM: finish in-flight responses, then close 1001
     # Each connection's socket receive buffer (SO_RCVBUF; the kernel caps it at

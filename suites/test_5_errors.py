@@ -1,6 +1,6 @@
 """Requests, errors and limits: PROTOCOL.md §2.1 (what a create may carry), §4 (the error event,
 codes, the connection after errors), §5.2 (queueing on the default lane; named lanes are in
-test_7_lanes.py), §5.3 (lifetime), RELIABILITY.md §2 (message size)."""
+test_7_lanes.py), §5.3 (lifetime), docs/RELIABILITY.md §2 (message size)."""
 
 from __future__ import annotations
 

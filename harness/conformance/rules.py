@@ -105,7 +105,7 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     "cache.lru": ("MUST", "a declared depth-N cache evicts the least recently used entry"),
     "cache.depth": ("MUST", "a declared depth-N cache keeps the N most recent responses"),
     "cache.bytes": ("SHOULD", "a declared byte bound evicts older entries when exceeded"),
-    # queueing, lanes, lifetime, size (§5.2, §5.3, RELIABILITY.md)
+    # queueing, lanes, lifetime, size (§5.2, §5.3, docs/RELIABILITY.md)
     "queue.fifo": ("MUST", "creates on one socket run in order, one at a time"),
     "queue.no_drop": ("MUST", "every create gets a response or an error, never silence"),
     "lanes.echo": ("MUST", "events of a named lane carry its stream_id"),

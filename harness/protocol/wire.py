@@ -1,6 +1,6 @@
 """Strict JSON for the wire: the traps of `json.loads` turned into one clear error type.
 
-Measured traps (RELIABILITY.md §1): nesting >= 1000 raises RecursionError, huge ints raise a plain
+Traps (docs/RELIABILITY.md §1): nesting >= 1000 raises RecursionError, huge ints raise a plain
 ValueError, NaN/Infinity and duplicate keys are silently accepted, a literal such as `1e400` parses
 as infinity (echoed as `Infinity`, which is not JSON, and refused by a strict store write), and a
 lone surrogate breaks a later `ensure_ascii=False` echo. Every one of them becomes

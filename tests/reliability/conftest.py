@@ -1,4 +1,4 @@
-"""The reliability suite: the reference server as a hostile client meets it (RELIABILITY.md).
+"""The reliability suite: the reference server as a hostile client meets it (docs/RELIABILITY.md).
 
 Servers run as `wsmode serve` child processes (harness.load.bench.embedded_server) where a test
 needs signals (SIGTERM, SIGKILL) or a restart, and in a thread otherwise. Bounded for CI: generated
