@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from harness.protocol.errors import ApiError
 from harness.protocol.events import TERMINAL_TYPES
 from harness.protocol.requests import create_event
 from harness.transport.events import TargetTimeout, TransportError
@@ -40,6 +41,18 @@ class OpenWs(Protocol):
     ) -> Awaitable[WsClient]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class ProbeOutcome:
+    """What one probe saw. `failure` is None when the target answered; else why not, in words,
+    with the transport error behind it (if any) and the stage it failed at: "connect" (the
+    socket or the upgrade), "answer" (the plain create), "errors" (the error check), "budget"."""
+
+    failure: str | None
+    stage: str = ""
+    error: TransportError | None = None
+    answer_error: ApiError | None = None  # the plain create was answered with this error
+
+
 async def probe(
     url: str,
     *,
@@ -57,15 +70,55 @@ async def probe(
     streaming POSTs to `url`. `budget_s` (default: `event_timeout_s`) bounds the whole probe but
     the closing of its connection, which is bounded on its own.
     """
+    outcome = await probe_outcome(
+        url,
+        model=model,
+        api_key=api_key,
+        mode=mode,
+        event_timeout_s=event_timeout_s,
+        budget_s=budget_s,
+        check_errors=check_errors,
+        open_ws=open_ws,
+    )
+    return outcome.failure
+
+
+async def probe_outcome(
+    url: str,
+    *,
+    model: str,
+    api_key: str | None = None,
+    mode: str = "ws",
+    event_timeout_s: float = PROBE_TIMEOUT_S,
+    budget_s: float | None = None,
+    check_errors: bool = False,
+    open_ws: OpenWs = WsClient.connect,
+) -> ProbeOutcome:
+    """`probe`, with what it saw (see `ProbeOutcome`)."""
     budget = event_timeout_s if budget_s is None else budget_s
     deadline = asyncio.get_running_loop().time() + budget
     one = _Probe(model, api_key, event_timeout_s, deadline)
     try:
         if mode == "ws":
-            return await one.over_ws(url, open_ws, check_errors)
-        return await one.over_http(url, check_errors)
+            failure = await one.over_ws(url, open_ws, check_errors)
+        else:
+            failure = await one.over_http(url, check_errors)
     except TimeoutError:
-        return f"the probe got no answer within {budget:g} s"
+        failure = f"the probe got no answer within {budget:g} s"
+        one.seen.stage = one.seen.stage or "budget"
+    seen = one.seen
+    if failure is None:
+        return ProbeOutcome(None, answer_error=seen.answer_error)
+    return ProbeOutcome(failure, seen.stage, seen.error, seen.answer_error)
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What a probe saw on its way (filled as it goes, read by `probe_outcome`)."""
+
+    stage: str = ""
+    error: TransportError | None = None
+    answer_error: ApiError | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +129,7 @@ class _Probe:
     api_key: str | None
     event_timeout_s: float
     deadline: float  # event loop time
+    seen: _Seen = field(default_factory=_Seen)
 
     def body(self, *, invalid: bool) -> dict[str, Any]:
         extra = {"previous_response_id": PROBE_PREVIOUS_ID} if invalid else {}
@@ -93,22 +147,28 @@ class _Probe:
         )
 
     async def over_ws(self, url: str, open_ws: OpenWs, check_errors: bool) -> str | None:
+        seen = self.seen
+        seen.stage = "connect"
         try:
             async with asyncio.timeout_at(self.deadline):
                 client = await open_ws(url, api_key=self.api_key, timeout_s=self.event_timeout_s)
         except TransportError as exc:
+            seen.error = exc
             return f"a fresh connection failed ({exc})"
         try:
             async with asyncio.timeout_at(self.deadline):
+                seen.stage = "answer"
                 await client.send_json(create_event(**self.body(invalid=False)))
                 if not await self._answered(client, _ANSWER_TYPES):
                     return self.no_terminal()
                 if check_errors:
+                    seen.stage = "errors"
                     await client.send_json(create_event(**self.body(invalid=True)))
                     if not await self._answered(client, _ERROR_TYPES):
                         return self.no_error()
             return None
         except TransportError as exc:
+            seen.error = exc
             return f"the probe's socket failed ({exc})"
         finally:  # outside the budget: a probe that got its answer is not undone by a slow close
             await client.close()
@@ -121,6 +181,8 @@ class _Probe:
             except TargetTimeout:
                 return False
             if timed.type in answers:
+                if timed.type == "error" and self.seen.stage == "answer":
+                    self.seen.answer_error = ApiError.from_event(timed.event)
                 return True
             if timed.type in TERMINAL_TYPES:
                 return False
@@ -129,14 +191,18 @@ class _Probe:
         sse = SseClient(
             url, api_key=self.api_key, timeout_s=self.event_timeout_s, max_connections=1
         )
+        seen = self.seen
         try:
             async with asyncio.timeout_at(self.deadline):
+                seen.stage = "answer"
                 plain = await self._post(sse, invalid=False)
+                seen.answer_error = plain.request_error
                 if plain.transport_error is not None:
                     return self._http_failure(plain)
                 if plain.request_error is None and plain.final_response is None:
                     return self.no_terminal()
                 if check_errors:
+                    seen.stage = "errors"
                     invalid = await self._post(sse, invalid=True)
                     if invalid.transport_error is not None:
                         return self._http_failure(invalid)
@@ -154,6 +220,7 @@ class _Probe:
         return await sse_exchange(sse, self.body(invalid=invalid), timeout_s=remaining_s)
 
     def _http_failure(self, exchange: Exchange) -> str:
+        self.seen.error = exchange.transport_error
         if isinstance(exchange.transport_error, TargetTimeout):
             return self.no_terminal()
         return f"the probe's request failed ({exchange.transport_error})"

@@ -364,8 +364,8 @@ class SseClient:
                     raise
         except TimeoutError:
             raise TargetTimeout(f"cannot connect to {where} within {self.timeout_s} s") from None
-        except OSError as exc:
-            raise TransportError(f"cannot connect to {where}: {exc}") from None
+        except OSError as exc:  # the cause kept: its errno
+            raise TransportError(f"cannot connect to {where}: {exc}") from exc
         self.connections_opened += 1
         return _Connection(protocol)
 

@@ -305,8 +305,8 @@ class WsClient:
             ) from None
         except TimeoutError:
             raise TargetTimeout(f"no WebSocket handshake from {url} within {timeout_s} s") from None
-        except (OSError, WebSocketException, ValueError) as exc:
-            raise TransportError(f"cannot connect to {url}: {exc}") from None
+        except (OSError, WebSocketException, ValueError) as exc:  # the cause kept: its errno
+            raise TransportError(f"cannot connect to {url}: {exc}") from exc
         assert isinstance(connection, StampedClientConnection)
         return cls(connection)
 
