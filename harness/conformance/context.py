@@ -34,7 +34,7 @@ from harness.protocol.accumulator import ResponseAccumulator, Violation
 from harness.protocol.errors import ApiError
 from harness.protocol.events import TERMINAL_TYPES
 from harness.protocol.requests import create_event
-from harness.protocol.stream import RequestError, StreamAccumulator
+from harness.protocol.stream import BetaReply, RequestError, StreamAccumulator
 from harness.results.schema import utc_now_iso
 from harness.transport.events import (
     GarbageFrame,
@@ -148,7 +148,9 @@ class RecordingStream(StreamAccumulator):
         super().__init__()
         self.seen: list[ResponseAccumulator] = []
 
-    def feed(self, event: Mapping[str, Any]) -> ResponseAccumulator | RequestError | None:
+    def feed(
+        self, event: Mapping[str, Any]
+    ) -> ResponseAccumulator | RequestError | BetaReply | None:
         routed = super().feed(event)
         if isinstance(routed, ResponseAccumulator) and not any(
             routed is seen for seen in self.seen

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.protocol.beta import BETA_EVENT_TYPES, agent_name, beta_problems
 from harness.protocol.errors import ApiError, ProtocolError
 from harness.protocol.events import (
     ERROR_PAYLOAD_REQUIRED,
@@ -58,6 +59,7 @@ class _Item:
     item_type: str
     item_id: str | None
     phase: ItemPhase
+    agent: str | None = None  # a multi-agent item's `agent.agent_name` (PROTOCOL.md §2.2)
     parts: list[_Part] = field(default_factory=list)  # content parts, or reasoning summaries
     reasoning_text: list[_Part] = field(default_factory=list)  # a reasoning item's content parts
     argument_pieces: list[str] = field(default_factory=list)
@@ -163,6 +165,8 @@ class ResponseAccumulator:
         self.event_count = 0
         self._next_seq: int | None = None
         self._open_item: int | None = None  # index of the strict item currently streaming
+        self._open_by_agent: dict[str | None, int] = {}  # ... per agent (multi-agent responses)
+        self.beta_events: list[Mapping[str, Any]] = []  # steer/inject replies about it (§2.2)
         self._causes: dict[tuple[str, str], Violation] = {}  # one violation per cause
 
     # -- public surface -------------------------------------------------------------------
@@ -179,6 +183,9 @@ class ResponseAccumulator:
         self.event_count += 1
         if not isinstance(event_type, str):
             self._violate("event.schema", "event without a string 'type'", event)
+            return
+        if event_type in BETA_EVENT_TYPES:
+            self._on_beta(event_type, event)
             return
         spec = EVENT_TYPES.get(event_type)
         if spec is None:
@@ -211,6 +218,19 @@ class ResponseAccumulator:
             event,
             cause="after_terminal",
         )
+
+    def _on_beta(self, event_type: str, event: Mapping[str, Any]) -> None:
+        """A reply to a client's steer or inject about this response (§2.2): outside the response
+        grammar, in any phase (a steer.pending follows the terminal). It may be numbered in the
+        response's sequence (the next number: taken) or apart (no number judged)."""
+        self.beta_events.append(event)
+        problems = beta_problems(event)
+        if problems:
+            cause = ", ".join(problems)
+            self._violate("beta.schema", f"{event_type}: {cause}", event, cause=cause)
+        seq = event.get("sequence_number")
+        if type(seq) is int and seq == self._next_seq:
+            self._next_seq = seq + 1
 
     def output_items(self) -> list[dict[str, Any]]:
         """Finished output items, as the stream delivered them in output_item.done."""
@@ -509,18 +529,24 @@ class ResponseAccumulator:
         raw = event.get("item")
         item = raw if isinstance(raw, dict) else {}
         item_type = str(item.get("type", ""))
-        self._check_interleaving(index, None, event)
-        self.items.append(_Item(item_type, item.get("id"), ItemPhase.ADDED))
+        agent = agent_name(item) or agent_name(event)
+        self._check_interleaving(index, None, event, agent)
+        self.items.append(_Item(item_type, item.get("id"), ItemPhase.ADDED, agent))
         if item_type in STRICT_ITEM_TYPES:
             self._open_item = index
+            self._open_by_agent[agent] = index
 
-    def _check_interleaving(self, index: int, item: _Item | None, event: Mapping[str, Any]) -> None:
-        open_index = self._open_item
+    def _check_interleaving(
+        self, index: int, item: _Item | None, event: Mapping[str, Any], agent: str | None = None
+    ) -> None:
+        """Strict items stream one after another; in a multi-agent response, per agent."""
+        if item is not None and item.item_type not in STRICT_ITEM_TYPES:
+            return
+        owner = item.agent if item is not None else agent
+        open_index = self._open_by_agent.get(owner)
         if open_index is None or open_index == index:
             return
-        if self.items[open_index].phase is not ItemPhase.DONE and (
-            item is None or item.item_type in STRICT_ITEM_TYPES
-        ):
+        if self.items[open_index].phase is not ItemPhase.DONE:
             self._violate(
                 "item.sequential", f"output_index {index} while {open_index} is still open", event
             )

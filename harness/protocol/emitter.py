@@ -4,6 +4,10 @@ The reference server never writes an event dict by hand; it calls `ResponseEmitt
 numbers events, keeps the Response object and the output items in step with what was streamed,
 and feeds every event it builds through a `ResponseAccumulator` that raises LocalProtocolError on
 any rule it breaks. So the server is held to exactly the rules the conformance suites apply.
+
+A multi-agent response (`agent` given, PROTOCOL.md §2.2) tags its lifecycle events with that
+root agent and each item, and the events about it, with the item's agent. Replies to a client's
+steer or inject (`beta_event`) are numbered in the response's own sequence.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.protocol.accumulator import ResponseAccumulator
+from harness.protocol.beta import agent_tag
 from harness.protocol.errors import ApiError, LocalProtocolError
 from harness.protocol.events import Event
 
@@ -39,8 +44,11 @@ class ResponseEmitter:
         stream_id: str | None = None,
         obfuscate: bool = True,
         self_check: bool = True,
+        agent: str | None = None,
     ) -> None:
         self.response: dict[str, Any] = {**response, "status": "in_progress", "output": []}
+        self.agent = agent  # the root agent of a multi-agent response; None: no agent tags
+        self._speaker: str | None = agent  # whose events these are: the open item's agent
         self.response.setdefault("usage", None)
         self.stream_id = stream_id
         self.obfuscate = obfuscate
@@ -63,6 +71,8 @@ class ResponseEmitter:
         event: Event = {"type": event_type, "sequence_number": self._seq, **fields}
         if self.stream_id is not None:
             event["stream_id"] = self.stream_id
+        if self._speaker is not None:
+            event["agent"] = agent_tag(self._speaker)
         self._seq += 1
         if self.checker is not None:
             self.checker.feed(event)
@@ -104,6 +114,17 @@ class ResponseEmitter:
         )
         return events
 
+    def beta_event(self, event_type: str, **fields: Any) -> Event:
+        """A reply to a steer or an inject about this response (§2.2), in its sequence; any time,
+        after the terminal too (a steer.pending follows response.completed)."""
+        event: Event = {"type": event_type, "sequence_number": self._seq, **fields}
+        if self.stream_id is not None:
+            event["stream_id"] = self.stream_id
+        self._seq += 1
+        if self.checker is not None:
+            self.checker.feed(event)
+        return event
+
     def _error_event(self, error: ApiError) -> Event:
         event = error.to_event(sequence_number=self._seq, stream_id=self.stream_id)
         self._seq += 1
@@ -116,9 +137,12 @@ class ResponseEmitter:
         return self._event(f"response.{status}", response=self._snapshot())
 
     # -- items ----------------------------------------------------------------------------
-    def _add_item(self, item: dict[str, Any]) -> Event:
+    def _add_item(self, item: dict[str, Any], agent: str | None = None) -> Event:
         if self._item is not None:
             raise LocalProtocolError("item.sequential", "an item is already open")
+        if self.agent is not None:
+            self._speaker = agent or self.agent
+            item["agent"] = agent_tag(self._speaker)
         self._item = item
         self._pieces = []
         return self._event(
@@ -129,13 +153,17 @@ class ResponseEmitter:
         index = len(self.response["output"])
         self.response["output"].append(final)
         self._item = None
-        return self._event("response.output_item.done", output_index=index, item=final)
+        done = self._event("response.output_item.done", output_index=index, item=final)
+        self._speaker = self.agent
+        return done
 
     def _ids(self) -> dict[str, Any]:
         assert self._item is not None
         return {"item_id": self._item["id"], "output_index": len(self.response["output"])}
 
-    def begin_message(self, item_id: str, *, refusal: bool = False) -> list[Event]:
+    def begin_message(
+        self, item_id: str, *, refusal: bool = False, agent: str | None = None
+    ) -> list[Event]:
         """Open a message with one content part: output text, or a refusal."""
         item = {
             "id": item_id,
@@ -147,7 +175,7 @@ class ResponseEmitter:
         self._refusal = refusal
         part = _part(refusal, "")
         return [
-            self._add_item(item),
+            self._add_item(item, agent),
             self._event("response.content_part.added", **self._ids(), content_index=0, part=part),
         ]
 
@@ -184,7 +212,9 @@ class ResponseEmitter:
             self._done_item({**self._item, "status": status, "content": [part]}),
         ]
 
-    def begin_function_call(self, item_id: str, call_id: str, name: str) -> list[Event]:
+    def begin_function_call(
+        self, item_id: str, call_id: str, name: str, *, agent: str | None = None
+    ) -> list[Event]:
         item = {
             "id": item_id,
             "type": "function_call",
@@ -193,7 +223,7 @@ class ResponseEmitter:
             "name": name,
             "arguments": "",
         }
-        return [self._add_item(item)]
+        return [self._add_item(item, agent)]
 
     def arguments_delta(self, delta: str) -> Event:
         self._pieces.append(delta)
@@ -216,11 +246,11 @@ class ResponseEmitter:
             self._done_item({**self._item, "status": status, "arguments": arguments}),
         ]
 
-    def begin_reasoning(self, item_id: str) -> list[Event]:
+    def begin_reasoning(self, item_id: str, *, agent: str | None = None) -> list[Event]:
         item = {"id": item_id, "type": "reasoning", "summary": []}
         part = {"type": "summary_text", "text": ""}
         return [
-            self._add_item(item),
+            self._add_item(item, agent),
             self._event(
                 "response.reasoning_summary_part.added", **self._ids(), summary_index=0, part=part
             ),
@@ -247,6 +277,21 @@ class ResponseEmitter:
             self._event("response.reasoning_summary_part.done", **ids, summary_index=0, part=part),
             self._done_item({**self._item, "summary": [part]}),
         ]
+
+    def function_call_output(
+        self, item_id: str, call_id: str, output: Any, *, agent: str | None = None
+    ) -> list[Event]:
+        """A tool output a client injected and the response committed, as an output item
+        (a multi-agent response lists what resumed its agents, §2.2)."""
+        item = {
+            "id": item_id,
+            "type": "function_call_output",
+            "status": "in_progress",
+            "call_id": call_id,
+            "output": output,
+        }
+        added = self._add_item(item, agent)
+        return [added, self._done_item({**item, "status": "completed"})]
 
     def _close_open_item(self, *, status: str) -> list[Event]:
         """End whatever item is streaming (used when a response is cut short)."""

@@ -2,7 +2,9 @@
 
 Field rules follow PROTOCOL.md §2.1: body fields sit flat beside `type`; `stream` is accepted and
 ignored over WebSocket; `background:true` is refused there; unknown fields (`client_metadata`, ...)
-are tolerated; `generate:false` asks for a warm-up; `input: []` is fine with a previous id.
+are tolerated; `generate:false` asks for a warm-up; `input: []` is fine with a previous id;
+`multi_agent: {enabled, max_concurrent_subagents}` is checked here (§2.2; whether a server runs
+it is the server's business). The beta client events themselves are parsed in `beta.py`.
 Item-level validation is the server pipeline's job (it is incremental); this module checks the
 request's own shape and raises `InvalidRequest` carrying the protocol error.
 """
@@ -54,6 +56,8 @@ class CreateRequest:
     include_obfuscation: bool = True
     script: tuple[dict[str, Any], ...] | None = None  # wsmode extension: dictated output
     seed: int | None = None  # wsmode extension
+    multi_agent: bool = False  # `multi_agent.enabled` (beta, PROTOCOL.md §2.2)
+    max_concurrent_subagents: int | None = None
 
 
 def _fail(message: str, param: str | None, code: str | None = None) -> InvalidRequest:
@@ -138,6 +142,7 @@ _TYPED_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "metadata": ((dict,), "an object"),
     "temperature": ((int, float), "a number"),
     "top_p": ((int, float), "a number"),
+    "multi_agent": ((dict,), "an object"),
 }
 
 
@@ -164,6 +169,7 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
     reasoning = body.get("reasoning") or {}
     stream_options = body.get("stream_options") or {}
     script, seed = _extension(body)
+    multi_agent, max_subagents = _multi_agent(body)
     tools = _tools(body.get("tools"))
     return CreateRequest(
         model=model,
@@ -187,6 +193,8 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
         include_obfuscation=stream_options.get("include_obfuscation") is not False,
         script=script,
         seed=seed,
+        multi_agent=multi_agent,
+        max_concurrent_subagents=max_subagents,
     )
 
 
@@ -259,6 +267,28 @@ def _extension(body: Mapping[str, Any]) -> tuple[tuple[dict[str, Any], ...] | No
     )
 
 
+def _multi_agent(body: Mapping[str, Any]) -> tuple[bool, int | None]:
+    """`multi_agent: {enabled: bool, max_concurrent_subagents?: int >= 1 | null}`."""
+    value = body.get("multi_agent")  # its type is checked
+    if value is None:
+        return False, None
+    enabled = value.get("enabled")
+    if type(enabled) is not bool:
+        raise _fail(
+            "Missing required parameter: 'multi_agent.enabled' (a boolean).",
+            "multi_agent.enabled",
+            "missing_required_parameter",
+        )
+    limit = value.get("max_concurrent_subagents")
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise _fail(
+            "Invalid 'multi_agent.max_concurrent_subagents': expected an integer >= 1.",
+            "multi_agent.max_concurrent_subagents",
+            "invalid_value",
+        )
+    return enabled, limit
+
+
 def _instructions(body: Mapping[str, Any]) -> str | None:
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
@@ -276,8 +306,11 @@ def _finite_number(body: Mapping[str, Any], name: str) -> float | None:
     return value
 
 
-def parse_client_event(message: Any) -> tuple[str, dict[str, Any]]:
-    """Split a decoded WS frame into (type, body); refuses what is not a known client event."""
+def parse_client_event(
+    message: Any, accepted: frozenset[str] = CLIENT_EVENT_TYPES
+) -> tuple[str, dict[str, Any]]:
+    """Split a decoded WS frame into (type, body); refuses a type outside `accepted` (a server
+    adds the beta events it serves, `beta.BETA_CLIENT_EVENT_TYPES`)."""
     if not isinstance(message, dict):
         raise InvalidRequest(
             errors.invalid_request("Expected a JSON object.", code="invalid_event")
@@ -285,7 +318,7 @@ def parse_client_event(message: Any) -> tuple[str, dict[str, Any]]:
     event_type = message.get("type")
     if not isinstance(event_type, str):
         raise _fail("Missing required parameter: 'type'.", "type", "missing_required_parameter")
-    if event_type not in CLIENT_EVENT_TYPES:
+    if event_type not in accepted:
         raise InvalidRequest(errors.unsupported_event_type(event_type))
     body = {k: v for k, v in message.items() if k != "type"}
     return event_type, body

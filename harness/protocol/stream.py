@@ -2,7 +2,10 @@
 
 The per-response rules live in `accumulator.ResponseAccumulator`; this module decides which
 response an event belongs to (PROTOCOL.md §5.2: responses of one lane never interleave), which
-errors are request-level, and what arrives between a terminal and the next create.
+errors are request-level, and what arrives between a terminal and the next create. A beta reply
+(`response.steer.*`, `response.inject.*`, §2.2) answers a client event, not a create: it goes to
+the response it names when that one is running or has just ended on its lane, never opens one,
+and is never a stray after a terminal.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.protocol.accumulator import (
+    RULES,
     ResponseAccumulator,
     Violation,
     is_flat_error,
     is_nested_error,
 )
+from harness.protocol.beta import beta_problems, beta_target, is_beta_event
 from harness.protocol.errors import ApiError, ProtocolError
 from harness.protocol.events import Event
 from harness.protocol.state import Phase
@@ -60,6 +65,15 @@ class RequestError:
     stream_id: str | None
 
 
+@dataclass(slots=True)
+class BetaReply:
+    """A reply to a steer or an inject; `response` is the one it names, when it was seen."""
+
+    event: Event
+    stream_id: str | None
+    response: ResponseAccumulator | None
+
+
 class StreamAccumulator:
     """Splits one connection's event stream into responses, per lane (`stream_id`).
 
@@ -83,11 +97,37 @@ class StreamAccumulator:
         self.request_errors: list[RequestError] = []
         self.abandoned: list[ResponseAccumulator] = []  # cut off by the next response's start
         self.violations: list[Violation] = []
+        self.beta_replies: list[BetaReply] = []
+        self._beta_types: set[str] = set()
 
-    def feed(self, event: Mapping[str, Any]) -> ResponseAccumulator | RequestError | None:
-        """Route one event; returns the response it belongs to, or the request error."""
+    def _beta_reply(self, lane: str | None, event: Mapping[str, Any]) -> BetaReply:
+        """File a beta reply with the response it names (running or just ended, any lane)."""
+        event_type = str(event.get("type"))
+        if event_type not in self._beta_types:
+            self._beta_types.add(event_type)
+            self._violate("event.beta", f"beta reply {event_type} (PROTOCOL.md §2.2)")
+        target = beta_target(event)
+        candidates = (*self.current.values(), *self.ended.values())
+        response = next((r for r in candidates if r.response_id == target), None)
+        if response is not None:
+            response.feed(event)
+        else:
+            problems = beta_problems(event)
+            if problems:
+                self._violate("beta.schema", f"{event_type}: {', '.join(problems)}")
+        reply = BetaReply(dict(event), lane, response)
+        self.beta_replies.append(reply)
+        return reply
+
+    def feed(
+        self, event: Mapping[str, Any]
+    ) -> ResponseAccumulator | RequestError | BetaReply | None:
+        """Route one event; returns the response it belongs to, the request error, or the beta
+        reply (which neither opens nor ends a response)."""
         stream_id = event.get("stream_id")
         lane = stream_id if isinstance(stream_id, str) else None
+        if is_beta_event(event):
+            return self._beta_reply(lane, event)
         active = self.current.get(lane)
         event_type = event.get("type")
         self._check_after_terminal(lane, event)
@@ -132,7 +172,7 @@ class StreamAccumulator:
 
     def _violate(self, rule_id: str, message: str) -> None:
         self.violations.append(Violation(rule_id, message))
-        if self.raise_on is not None:
+        if self.raise_on is not None and RULES[rule_id][0] != "INFO":
             raise self.raise_on(rule_id, message)
 
     def all_violations(self) -> Iterator[Violation]:

@@ -47,7 +47,11 @@ RULES: dict[str, tuple[StreamRuleLevel, str]] = {
     "item.unknown_index": ("MUST", "events refer only to announced output indices"),
     "item.id_match": ("MUST", "item_id matches the id of the item announced at that index"),
     "item.grammar": ("MUST", "item events follow the item grammar (added, parts, deltas, done)"),
-    "item.sequential": ("SHOULD", "strict items stream one after another, never interleaved"),
+    "item.sequential": (
+        "SHOULD",
+        "strict items stream one after another, never interleaved (per agent: items of different "
+        "agents of a multi-agent response may interleave)",
+    ),
     "item.done_matches": ("MUST", "output_item.done carries the content the deltas built"),
     "item.after_done": ("INFO", "a hosted-tool item's own event after its output_item.done"),
     "part.index_order": ("MUST", "content/summary parts are announced 0, 1, 2, ... in order"),
@@ -67,6 +71,17 @@ RULES: dict[str, tuple[StreamRuleLevel, str]] = {
     "failed.error": ("MUST", "response.failed carries response.error {code, message}"),
     "incomplete.reason": ("MUST", "response.incomplete carries incomplete_details.reason"),
     "conn.no_interleave": ("MUST", "responses on one lane never interleave (FIFO, one in flight)"),
+    # The 2026 beta replies (PROTOCOL.md §2.2): reported wherever they appear, their shape judged
+    # only by the cases of a target that declares the capability (`steer`, `multi_agent`).
+    "event.beta": (
+        "INFO",
+        "a beta reply (response.steer.*, response.inject.*) passes through the response grammar",
+    ),
+    "beta.schema": (
+        "MUST",
+        "a beta reply carries its required fields (openai-python 3.57 beta types: steer {id, "
+        "previous_response_id}, error {code, message}, the returned input)",
+    ),
 }
 
 
