@@ -66,6 +66,30 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--lanes", action="store_true", help="enable named lanes (stream_id)")
     parser.add_argument(
+        "--steer",
+        action="store_true",
+        help="serve the beta client event response.steer (off: unknown_event_type)",
+    )
+    parser.add_argument(
+        "--multi-agent",
+        action="store_true",
+        help="serve multi_agent.enabled responses and the beta client event response.inject "
+        "(off: unsupported_parameter / unknown_event_type)",
+    )
+    parser.add_argument(
+        "--max-pending-steers",
+        type=_positive_int,
+        default=Limits().max_pending_steers,
+        help="steers queued on one response (default %(default)s)",
+    )
+    parser.add_argument(
+        "--required-input-timeout-s",
+        type=float,
+        default=Limits().required_input_timeout_s,
+        help="how long a multi-agent response waits for an injected tool output before it "
+        "fails (default %(default)s)",
+    )
+    parser.add_argument(
         "--compression", action="store_true", help="accept permessage-deflate (off by default)"
     )
     parser.add_argument(
@@ -161,10 +185,14 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             socket_receive_buffer_bytes=args.receive_buffer_bytes,
             max_connections=args.max_connections,
             max_connections_per_key=args.max_connections_per_key,
+            max_pending_steers=args.max_pending_steers,
+            required_input_timeout_s=args.required_input_timeout_s,
         ),
         optimizations=optimizations,
         faults=check_fault_names(args.fault),
         lanes=args.lanes,
+        steer=args.steer,
+        multi_agent=args.multi_agent,
         compression=args.compression,
         store_max_bytes=args.store_max_bytes or None,
         store_retention_s=args.store_retention_s,

@@ -56,6 +56,9 @@ class Limits:
     max_pending_per_connection: int = 4  # queued creates behind the one in flight (per lane)
     max_active_lanes: int = 16  # responses generating at once per connection (extras queue)
     max_lanes: int = 32  # distinct named lanes (stream_id) per connection
+    max_pending_steers: int = 8  # steers queued on one response (beta, PROTOCOL.md §2.2)
+    # a multi-agent response waiting for an injected tool output fails after this long
+    required_input_timeout_s: float = 600.0
     max_connections: int = 1024
     max_connections_per_key: int = 64
     context_window_tokens: int = 200_000  # coding rollouts outgrow 128k (server README)
@@ -82,6 +85,11 @@ class ServerConfig:
     optimizations: Optimizations = field(default_factory=Optimizations)
     faults: frozenset[str] = frozenset()
     lanes: bool = False  # named lanes (stream_id), the 2026-08 extension
+    # The 2026 beta client events (PROTOCOL.md §2.2), each off by default: a server without them
+    # answers `unknown_event_type`, and refuses `multi_agent.enabled` (unsupported_parameter).
+    steer: bool = False  # response.steer
+    multi_agent: bool = False  # multi_agent.enabled responses and response.inject
+    root_agent: str = "root"  # [I] the agent tag of a multi-agent response's own items
     compression: bool = False  # offer permessage-deflate (codex asks for it; the SDK does not)
     # stderr log lines (logs.py); in the config so `--workers` processes log the same way
     log_level: str = "info"

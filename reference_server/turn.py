@@ -39,6 +39,7 @@ from reference_server.pipeline.inference import (
     plan_response,
     seed_material,
 )
+from reference_server.pipeline.live import LiveRegistry, LiveResponse, RequiredInputTimeout
 from reference_server.pipeline.outbox import Outbox, Send
 from reference_server.pipeline.post_inference import PostInference
 from reference_server.pipeline.prepared import PreparedTurn
@@ -71,12 +72,14 @@ class TurnContext:
     request_bytes: int
     forks: tuple[ResponseCache[Conversation], ...] = ()  # other lanes' caches (cross-lane fork)
     connection_id: str = ""  # names the connection in log lines
+    live: LiveRegistry | None = None  # where steers and injects find the response (WS only)
 
 
 @dataclass(frozen=True, slots=True)
 class TurnOutcome:
     response: dict[str, Any]
     status: Status
+    live: LiveResponse | None = None  # its steers are the session's to settle
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +113,15 @@ class TurnRunner:
         kib = ctx.request_bytes / 1024  # frame + parse ran in the session (or HTTP handler)
         stages.charge("transfer", kib)
         stages.charge("parse", kib)
+        if request.multi_agent and (ctx.live is None or not self.config.multi_agent):
+            raise RequestRefused(
+                errors.invalid_request(
+                    "Multi-agent responses are not enabled on this server"
+                    + ("." if ctx.live is not None else " over HTTP (they need response.inject)."),
+                    param="multi_agent",
+                    code="unsupported_parameter",
+                )
+            )
         try:
             prepared = await self._prepare(request, ctx, stages)
         except SafetyBlock as block:
@@ -187,14 +199,52 @@ class TurnRunner:
         seed: SeedMaterial,
         send: Send,
     ) -> TurnOutcome:
-        request, services = prepared.request, self.services
+        request = prepared.request
         emitter = ResponseEmitter(
             new_response(request, new_id("resp"), self._instructions(prepared)),
             stream_id=request.stream_id,
             obfuscate=request.include_obfuscation,
             self_check=self.config.self_check,
+            agent=self.config.root_agent if request.multi_agent else None,
         )
         out = Outbox(send, EventFaults(self.faults))
+        live = self._live(request, ctx, emitter, out)
+        try:
+            outcome = await self._decode_and_finish(prepared, ctx, stages, seed, emitter, out, live)
+        except BaseException:
+            if live is not None and ctx.live is not None:
+                ctx.live.discard(live)
+            raise
+        return outcome if live is None else dataclasses.replace(outcome, live=live)
+
+    def _live(
+        self, request: CreateRequest, ctx: TurnContext, emitter: ResponseEmitter, out: Outbox
+    ) -> LiveResponse | None:
+        """The handle steers and injects reach this response by (WebSocket only)."""
+        if ctx.live is None or not (self.config.steer or request.multi_agent):
+            return None
+        limits = self.config.limits
+        live = LiveResponse(
+            emitter,
+            out,
+            multi_agent=request.multi_agent,
+            max_pending_steers=limits.max_pending_steers,
+            required_input_timeout_s=limits.required_input_timeout_s,
+        )
+        ctx.live.open(live)
+        return live
+
+    async def _decode_and_finish(
+        self,
+        prepared: PreparedTurn,
+        ctx: TurnContext,
+        stages: StageLog,
+        seed: SeedMaterial,
+        emitter: ResponseEmitter,
+        out: Outbox,
+        live: LiveResponse | None,
+    ) -> TurnOutcome:
+        request, services = prepared.request, self.services
         cached_tokens = services.prefix_cache.match(prepared.prompt.item_keys)
         try:
             plan = plan_response(
@@ -221,13 +271,21 @@ class TurnRunner:
                 engine_start,
                 services.metrics,
                 max_tokens_per_delta=int(services.profile.max_tokens_per_delta),
+                live=live,
             )
         except (ConnectionError, asyncio.CancelledError):
             raise  # the client went away: nothing to tell it
+        except RequiredInputTimeout as timeout:  # [I] PROTOCOL.md §2.2
+            error = errors.ApiError(
+                400, "invalid_request_error", "required_input_timeout", str(timeout)
+            )
+            return await self._fail_mid_stream(request, ctx, emitter, out, error)
         except Exception:
             return await self._fail_mid_stream(request, ctx, emitter, out)
         finally:
             services.metrics.in_flight -= 1
+            if live is not None:
+                live.finished = True  # [I] it takes steers and injects until its last item ends
         generated = _Generated(plan, decoded, cached_tokens, engine_start)
         return await self._finish(prepared, ctx, stages, generated, emitter, out)
 
@@ -271,7 +329,7 @@ class TurnRunner:
             stages_ms=stages.total_ms(),
             cached_tokens=generated.cached_tokens,
         )
-        turn_usage = usage(prompt.token_count, generated.cached_tokens, plan)
+        turn_usage = usage(prompt.token_count, generated.cached_tokens, plan, generated.decoded)
         terminal = terminal_events(emitter, generated.decoded, plan, turn_usage)
         final_response = terminal[-1]["response"]
         await out.emit(terminal[:-1])
@@ -318,11 +376,16 @@ class TurnRunner:
         return self._outcome(response, "failed", ctx)
 
     async def _fail_mid_stream(
-        self, request: CreateRequest, ctx: TurnContext, emitter: ResponseEmitter, out: Outbox
+        self,
+        request: CreateRequest,
+        ctx: TurnContext,
+        emitter: ResponseEmitter,
+        out: Outbox,
+        error: errors.ApiError | None = None,
     ) -> TurnOutcome:
-        """An internal fault mid-stream: `error` then `response.failed`, never a traceback."""
+        """A fault mid-stream: `error` then `response.failed`, never a traceback."""
         self._evict_parent(request, ctx)
-        failed = emitter.failed(errors.server_error())
+        failed = emitter.failed(error or errors.server_error())
         await out.emit(failed)
         await out.flush()
         return self._outcome(failed[-1]["response"], "failed", ctx)

@@ -9,13 +9,16 @@ of recent responses; different lanes run concurrently, at most `max_active_lanes
 Without `--lanes` only the default lane exists (PROTOCOL.md §5.2: strict FIFO, one in flight).
 Queues are bounded: over the bound the client gets an error, never a silent drop.
 Request-scoped errors keep the socket open. All connection state lives and dies with this
-object: a disconnect cancels the generation and frees the caches.
+object: a disconnect cancels the generation and frees the caches. The beta client events
+(`response.steer` with `--steer`, `response.inject` with `--multi-agent`, PROTOCOL.md §2.2) are
+handled by the task that reads them, at once, never queued behind a lane (`interjections.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -27,10 +30,12 @@ from websockets.frames import CloseCode
 
 from harness.errors import WsmodeError
 from harness.protocol import errors, wire
+from harness.protocol.beta import INJECT, STEER
 from harness.protocol.cache import ResponseCache
 from harness.protocol.errors import ApiError
 from harness.protocol.events import Event
 from harness.protocol.requests import (
+    CLIENT_EVENT_TYPES,
     STREAM_ID_PATTERN,
     CreateRequest,
     InvalidRequest,
@@ -40,11 +45,12 @@ from harness.protocol.requests import (
 )
 from reference_server.connection import StampedServerConnection
 from reference_server.faults import flatten_error
+from reference_server.interjections import Interjections
 from reference_server.logs import connection_id
 from reference_server.pipeline.refusals import RequestRefused
 from reference_server.services import Services
 from reference_server.state.conversation import Conversation
-from reference_server.turn import TurnContext, TurnRunner
+from reference_server.turn import TurnContext, TurnOutcome, TurnRunner
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +105,11 @@ class WebSocketSession:
         self._closing = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reading_done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        beta = ({STEER} if self.config.steer else set()) | (
+            {INJECT} if self.config.multi_agent else set()
+        )
+        self.accepted = CLIENT_EVENT_TYPES | beta  # client event types this server serves
+        self.interjections = Interjections(self.send, self._spawn) if beta else None
 
     # -- lifecycle ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -201,13 +212,22 @@ class WebSocketSession:
         if self._closing:
             return False
         try:
-            _, body = parse_client_event(wire.loads(message))
+            event_type, body = parse_client_event(wire.loads(message), self.accepted)
+            if event_type != "response.create":  # a steer or inject: at once, never queued
+                assert self.interjections is not None
+                if event_type == STEER:
+                    await self.interjections.on_steer(body)
+                else:
+                    await self.interjections.on_inject(body)
+                return True
         except wire.WireFormatError as exc:
             await self.send_error(errors.invalid_json(str(exc), exc.param, exc.code), None)
             return True
         except InvalidRequest as exc:
             await self.send_error(exc.error, None)
             return True
+        except ClientGone:
+            return False
         # The accept-background fault parses as HTTP would, where background is allowed.
         transport: Transport = "http" if self.faults.accept_background else "ws"
         try:
@@ -295,9 +315,15 @@ class WebSocketSession:
             pending.size_bytes,
             forks,
             self.connection_id,
+            self.interjections,
         )
+        request = pending.request
         try:
-            await self.runner.run(pending.request, ctx, self.send)
+            if self.interjections is None:
+                await self.runner.run(request, ctx, self.send)
+                return True
+            request = await self.interjections.before_create(request)
+            await self._settle(await self.runner.run(request, ctx, self.send), request, ctx)
         except RequestRefused as refused:
             await self.send_error(refused.error, pending.request.stream_id)
             if self.faults.close_on_request_error:
@@ -309,6 +335,19 @@ class WebSocketSession:
             log.exception("response failed inside the server (connection %s)", self.connection_id)
             await self.send_error(errors.server_error(), pending.request.stream_id)
         return True
+
+    async def _settle(self, outcome: TurnOutcome, request: CreateRequest, ctx: TurnContext) -> None:
+        """After a response its steers settle: pending, or an automatic successor run now, on
+        its lane before anything queued there (PROTOCOL.md §2.2)."""
+        assert self.interjections is not None
+        while (successor := await self.interjections.settle(outcome, request)) is not None:
+            request = successor.request
+            ctx = dataclasses.replace(ctx, received_at=time.perf_counter(), request_bytes=0)
+            try:
+                outcome = await self.runner.run(request, ctx, self.send)
+            except RequestRefused as refused:
+                await self.interjections.successor_failed(successor, refused.error)
+                return
 
     # -- writing --------------------------------------------------------------------------
     async def send(self, *events: Event) -> None:

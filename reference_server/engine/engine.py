@@ -147,8 +147,12 @@ class Engine:
         max_output_tokens: int | None = None,
         reasoning_effort: str | None = None,
         script: Sequence[Mapping[str, Any]] | None = None,
+        answer_after_calls: bool = False,
     ) -> GenerationPlan:
-        """Plan one response. Raises :class:`PlanError` subclasses for client errors."""
+        """Plan one response. Raises :class:`PlanError` subclasses for client errors.
+
+        `answer_after_calls` (a multi-agent response, PROTOCOL.md §2.2): generated calls are
+        followed by a message, which its agent says once their outputs are injected."""
         _check_counts(input_tokens, cached_tokens, max_output_tokens)
         # Seeding a stream costs ~5 us: a script that needs no draws (fixed text) never pays it.
         content = computed_once(lambda: self.rng(seed_material, "content"))
@@ -162,6 +166,8 @@ class Engine:
                 parallel_tool_calls=parallel_tool_calls,
                 reasoning_effort=reasoning_effort,
             )
+            if answer_after_calls and items and items[-1].kind == "function_call":
+                items = (*items, _message_item(content()))
         items, truncated = truncate_items(items, max_output_tokens)
         queue_s, prefill_s = self._queue_and_prefill_s(seed_material, input_tokens, cached_tokens)
         rate, burst = self._decode_rate(seed_material)
@@ -236,8 +242,7 @@ class Engine:
             mode == "auto" and bool(allowed) and rng.random() < AUTO_CALL_PROBABILITY
         )
         if not call:
-            n = _lognormal_tokens(rng, MESSAGE_MEDIAN_TOKENS, MESSAGE_SIGMA, MESSAGE_MAX_TOKENS)
-            items.append(PlannedItem(kind="message", pieces=filler_pieces(n, rng)))
+            items.append(_message_item(rng))
             return tuple(items)
         count = 1
         if parallel_tool_calls and mode != "named":
@@ -280,6 +285,11 @@ def _call_item(rng: random.Random, tool: Mapping[str, Any]) -> PlannedItem:
         name=name,
         call_id=seeded_call_id(rng),
     )
+
+
+def _message_item(rng: random.Random) -> PlannedItem:
+    n = _lognormal_tokens(rng, MESSAGE_MEDIAN_TOKENS, MESSAGE_SIGMA, MESSAGE_MAX_TOKENS)
+    return PlannedItem(kind="message", pieces=filler_pieces(n, rng))
 
 
 def _reasoning_item(rng: random.Random, median: int) -> PlannedItem:

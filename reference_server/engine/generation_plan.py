@@ -43,6 +43,7 @@ class PlannedItem:
     summary_pieces: tuple[str, ...] = ()
     hidden_tokens: int = 0
     refusal: bool = False  # a message whose one content part is a refusal
+    agent: str | None = None  # the agent of a multi-agent response that says it (None: root)
 
     @property
     def text(self) -> str:
@@ -114,6 +115,8 @@ def truncate_items(
                     call_id=item.call_id,
                     summary_pieces=summary,
                     hidden_tokens=hidden,
+                    refusal=item.refusal,
+                    agent=item.agent,
                 )
             )
         return tuple(kept), True

@@ -13,9 +13,9 @@ from reference_server.engine.filler_text import exact_split, filler_pieces
 from reference_server.engine.generation_plan import InvalidScript, PlannedItem, seeded_call_id
 
 _SCRIPT_FIELDS: Final[Mapping[str, frozenset[str]]] = {
-    "message": frozenset({"type", "text", "tokens", "refusal"}),
-    "function_call": frozenset({"type", "name", "arguments", "call_id"}),
-    "reasoning": frozenset({"type", "summary", "tokens"}),
+    "message": frozenset({"type", "text", "tokens", "refusal", "agent"}),
+    "function_call": frozenset({"type", "name", "arguments", "call_id", "agent"}),
+    "reasoning": frozenset({"type", "summary", "tokens", "agent"}),
 }
 
 
@@ -31,6 +31,9 @@ def validate_script(script: object) -> None:
       ``call_...`` id when omitted; ``arguments`` is emitted verbatim, not parsed);
     - ``{"type": "reasoning", "summary"?: str, "tokens"?: int >= 0}`` (``tokens``: hidden
       reasoning tokens, decoded without events before the summary).
+
+    Any item may name its ``"agent"`` (a non-empty string): in a multi-agent response the item
+    and its events carry that agent tag (PROTOCOL.md §2.2); elsewhere it is ignored.
 
     Unknown fields are rejected, so a misspelt field cannot silently change the output.
     """
@@ -50,6 +53,8 @@ def validate_script(script: object) -> None:
         if not _SCRIPT_FIELDS[kind].issuperset(spec):
             unknown = sorted(str(k) for k in set(spec) - _SCRIPT_FIELDS[kind])
             raise InvalidScript(f"{where}: unknown field(s) {', '.join(unknown)} for {kind!r}")
+        if "agent" in spec:
+            _require_str(spec, "agent", where, non_empty=True)
         if kind == "message":
             given = [key for key in ("text", "tokens", "refusal") if key in spec]
             if len(given) != 1:
@@ -102,7 +107,14 @@ def scripted_items(
                 pieces = filler_pieces(spec["tokens"], rng())
             else:
                 pieces = exact_split(spec.get("text", spec.get("refusal", "")))
-            items.append(PlannedItem(kind="message", pieces=pieces, refusal="refusal" in spec))
+            items.append(
+                PlannedItem(
+                    kind="message",
+                    pieces=pieces,
+                    refusal="refusal" in spec,
+                    agent=spec.get("agent"),
+                )
+            )
         elif kind == "function_call":
             call_id = spec["call_id"] if "call_id" in spec else seeded_call_id(rng())
             items.append(
@@ -111,6 +123,7 @@ def scripted_items(
                     pieces=exact_split(spec["arguments"]),
                     name=spec["name"],
                     call_id=call_id,
+                    agent=spec.get("agent"),
                 )
             )
         else:
@@ -119,6 +132,7 @@ def scripted_items(
                     kind="reasoning",
                     summary_pieces=exact_split(spec.get("summary", "")),
                     hidden_tokens=int(spec.get("tokens", 0)),
+                    agent=spec.get("agent"),
                 )
             )
     return tuple(items)

@@ -4,12 +4,15 @@ The engine's plan fixes the output and its timing (queue + prefill on the uncach
 the profile's decode rate); emission sends token i at t0 + ttft + i/tps, and a late wake-up
 sends every due token as one delta, so the achieved rate matches the configured one
 (ARCHITECTURE.md §3). A message the output classifier flags is cut before its text and ends the
-response `incomplete` (content_filter).
+response `incomplete` (content_filter). A response that client events can reach (`live`,
+PROTOCOL.md §2.2) is asked at every item boundary whether to go on: it may wait there for
+injected tool outputs (the schedule moves by the wait) or stop for a steer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import time
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.protocol import errors
+from harness.protocol.beta import STEERED
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.events import Event
 from harness.protocol.requests import CreateRequest
@@ -25,6 +29,7 @@ from reference_server.engine.emission import TokenSchedule
 from reference_server.engine.engine import Engine, SeedMaterial
 from reference_server.engine.generation_plan import GenerationPlan, PlanError, PlannedItem
 from reference_server.pipeline.ids import new_id
+from reference_server.pipeline.live import LiveResponse
 from reference_server.pipeline.outbox import Outbox
 from reference_server.pipeline.refusals import RequestRefused
 from reference_server.pipeline.stages import Counters
@@ -35,9 +40,12 @@ Status = Literal["completed", "incomplete", "failed"]
 
 @dataclass(frozen=True, slots=True)
 class Decoded:
-    status: Status  # completed, or incomplete (truncated or content filter)
+    status: Status  # completed, or incomplete (truncated, content filter, steered)
     first_output_at: float | None  # perf_counter() when the first output item began (TTFE)
     first_token_at: float | None = None  # perf_counter() at the first content token's write
+    incomplete_reason: str | None = None  # when not the plan's (truncation / content filter)
+    cut_at_tokens: int | None = None  # a steer ended it early: (output, reasoning) tokens sent
+    cut_reasoning_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,7 @@ def plan_response(
             max_output_tokens=max_output,
             reasoning_effort=request.reasoning_effort,
             script=request.script,
+            answer_after_calls=request.multi_agent,  # its agent resumes once they are answered
         )
     except PlanError as exc:
         raise RequestRefused(errors.invalid_request(str(exc), param="wsmode.script")) from None
@@ -102,9 +111,11 @@ async def decode(
     metrics: Counters,
     *,
     max_tokens_per_delta: int = 0,
+    live: LiveResponse | None = None,
 ) -> Decoded:
     """Emit the plan's items on the token schedule; due tokens coalesce into one delta (of at
-    most `max_tokens_per_delta` tokens, where > 0)."""
+    most `max_tokens_per_delta` tokens, where > 0). Raises `RequiredInputTimeout` when `live`
+    waits for a tool output that never comes."""
     schedule = _Schedule(
         start_s=engine_start,
         ttft_s=plan.ttft_s,
@@ -116,34 +127,68 @@ async def decode(
         await _sleep_until(schedule.first_due_s, out)  # the client sees the start meanwhile
     emitted = 0
     first_output_at: float | None = None
-    for item in plan.items:
+    for index, item in enumerate(plan.items):
+        if live is not None:
+            paused_s = live.paused_s
+            if await live.before_item(item.kind, first=index == 0) == "stop":
+                metrics.record_tokens(emitted)
+                return _steered(plan, index, emitted, first_output_at, out, live)
+            if live.paused_s != paused_s:  # it waited for tool outputs: the schedule moves
+                shift = live.paused_s - paused_s
+                schedule = dataclasses.replace(schedule, start_s=schedule.start_s + shift)
         if first_output_at is None:
             first_output_at = time.perf_counter()
-        emitted, filtered = await _emit_item(item, emitter, out, schedule, emitted)
+        emitted, filtered = await _emit_item(item, emitter, out, schedule, emitted, live)
         if filtered:
             return Decoded("incomplete", first_output_at, out.first_token_at)
+    if live is not None:
+        await live.before_item(None)  # the end: outstanding tool outputs are waited for
     metrics.record_tokens(emitted)
     status: Status = "incomplete" if plan.truncated else "completed"
     return Decoded(status, first_output_at, out.first_token_at)
 
 
+def _steered(
+    plan: GenerationPlan,
+    index: int,
+    emitted: int,
+    first_output_at: float | None,
+    out: Outbox,
+    live: LiveResponse,
+) -> Decoded:
+    """A steer ended the response before item `index`: `completed` when it stopped for
+    client-owned tool output (it emitted calls), else `incomplete` (steered). [I] §2.2"""
+    reasoning = sum(i.token_count for i in plan.items[:index] if i.kind == "reasoning")
+    status: Status = "completed" if live.calls else "incomplete"
+    reason = None if live.calls else STEERED
+    return Decoded(status, first_output_at, out.first_token_at, reason, emitted, reasoning)
+
+
 async def _emit_item(
-    item: PlannedItem, emitter: ResponseEmitter, out: Outbox, schedule: _Schedule, emitted: int
+    item: PlannedItem,
+    emitter: ResponseEmitter,
+    out: Outbox,
+    schedule: _Schedule,
+    emitted: int,
+    live: LiveResponse | None = None,
 ) -> tuple[int, bool]:
     """Emit one item; (tokens emitted so far, whether the output classifier cut it)."""
     if item.kind == "reasoning":
-        await out.emit(emitter.begin_reasoning(new_id("rs")))
+        await out.emit(emitter.begin_reasoning(new_id("rs"), agent=item.agent))
         emitted += item.hidden_tokens  # hidden reasoning takes decode time, shows nothing
         emitted = await _stream(item.summary_pieces, emitter.summary_delta, out, schedule, emitted)
         await out.emit(emitter.end_reasoning())
     elif item.kind == "function_call":
         item_id = new_id("fc")
         call_id = item.call_id or new_id("call")
-        await out.emit(emitter.begin_function_call(item_id, call_id, item.name or ""))
+        name = item.name or ""
+        await out.emit(emitter.begin_function_call(item_id, call_id, name, agent=item.agent))
         emitted = await _stream(item.pieces, emitter.arguments_delta, out, schedule, emitted)
         await out.emit(emitter.end_function_call())
+        if live is not None:
+            live.call_emitted(call_id, name, item.agent)
     else:
-        await out.emit(emitter.begin_message(new_id("msg"), refusal=item.refusal))
+        await out.emit(emitter.begin_message(new_id("msg"), refusal=item.refusal, agent=item.agent))
         # classified once the item has started (its first event is built), before any of its text
         if classify_output(item.text).blocked:
             return emitted, True  # content filter: the message is cut before any text

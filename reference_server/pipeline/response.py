@@ -59,13 +59,19 @@ async def fail_response(
     return dict(events[-1]["response"])
 
 
-def usage(prompt_tokens: int, cached_tokens: int, plan: GenerationPlan) -> dict[str, Any]:
+def usage(
+    prompt_tokens: int, cached_tokens: int, plan: GenerationPlan, decoded: Decoded | None = None
+) -> dict[str, Any]:
+    """The terminal's usage: the plan's output, or what was sent before a steer cut it."""
+    output, reasoning = plan.output_tokens, plan.reasoning_tokens
+    if decoded is not None and decoded.cut_at_tokens is not None:
+        output, reasoning = decoded.cut_at_tokens, decoded.cut_reasoning_tokens
     return {
         "input_tokens": prompt_tokens,
         "input_tokens_details": {"cached_tokens": cached_tokens},
-        "output_tokens": plan.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": plan.reasoning_tokens},
-        "total_tokens": prompt_tokens + plan.output_tokens,
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": prompt_tokens + output,
     }
 
 
@@ -74,7 +80,9 @@ def terminal_events(
 ) -> list[Event]:
     """The events that end the response; the last one is the terminal event."""
     if decoded.status == "incomplete":
-        reason = "max_output_tokens" if plan.truncated else "content_filter"
+        reason = decoded.incomplete_reason or (
+            "max_output_tokens" if plan.truncated else "content_filter"
+        )
         return emitter.incomplete(reason, usage)
     return [emitter.completed(usage, completed_at=int(time.time()))]
 

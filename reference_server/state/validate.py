@@ -54,15 +54,22 @@ class ValidationState:
         return tuple(sorted(self.issued_call_ids - self.answered_call_ids))
 
     def with_output(self, items: Iterable[Mapping[str, Any]]) -> ValidationState:
-        """Record the model's output items (the function calls it issued)."""
+        """Record the output items: the function calls the model issued, and the tool outputs a
+        multi-agent response committed by inject (PROTOCOL.md §2.2), which answer them."""
         issued: set[str] = set()
+        answered: set[str] = set()
         count = 0
         for item in items:
             count += 1
             call_id = item.get("call_id")
-            if item_type(item) == "function_call" and isinstance(call_id, str) and call_id:
+            if not (isinstance(call_id, str) and call_id):
+                continue
+            kind = item_type(item)
+            if kind == "function_call":
                 issued.add(call_id)
-        return self._extend(issued, set(), count)
+            elif kind == "function_call_output":
+                answered.add(call_id)
+        return self._extend(issued, answered, count)
 
     def _extend(self, issued: set[str], answered: set[str], count: int) -> ValidationState:
         if not (issued or answered or count):
