@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http
+import importlib.metadata
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -34,6 +35,18 @@ from reference_server.services import Services
 from reference_server.ws_session import WebSocketSession
 
 _WS_PATHS = ("/v1/responses", "/responses")
+
+
+def _server_header() -> str:
+    """`wsmode-reference/<version>`: a client names the implementation and its version from it
+    (harness.results.identity)."""
+    try:
+        return f"wsmode-reference/{importlib.metadata.version('wsmode')}"
+    except importlib.metadata.PackageNotFoundError:
+        return "wsmode-reference"
+
+
+SERVER_HEADER = _server_header()
 
 
 class ReferenceServer:
@@ -74,7 +87,7 @@ class ReferenceServer:
         self._ws_server = Server(
             self._serve_websocket,
             process_request=self._check_upgrade,
-            server_header="wsmode-reference",
+            server_header=SERVER_HEADER,  # names the implementation and its version
             open_timeout=limits.handshake_timeout_s,
             logger=handshake_logger(),
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import secrets
 import sys
 
 from harness.load.bench.config import (
@@ -21,7 +22,7 @@ from harness.load.bench.config import (
 from harness.load.bench.embedded_server import DEFAULT_PROFILE, EmbeddedServer
 from harness.load.bench.run import BENCH, run_bench
 from harness.load.bench.variants import NOCACHE_VARIANT
-from harness.load.fixed_load import DEFAULT_MODEL, LoadSpec, ShardResult
+from harness.load.fixed_load import DEFAULT_MODEL, LoadSpec, ShardResult, mode_seed
 from harness.load.fixed_load_run import (
     LoadRun,
     build_load_result,
@@ -32,6 +33,8 @@ from harness.load.fixed_load_run import (
 from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S
 from harness.load.modes import MODES, parse_mode
 from harness.load.replay import Endpoint
+from harness.load.target_identity import server_headers
+from harness.results.identity import resolve_identity
 from harness.results.schema import utc_now_iso
 from harness.results.store import write_result
 from harness.usage import usage_error
@@ -74,7 +77,22 @@ def _add_target_arguments(target: argparse._ArgumentGroup) -> None:
     target.add_argument(
         "--api-key", default=os.environ.get("WSMODE_API_KEY"), help="bearer key ($WSMODE_API_KEY)"
     )
-    target.add_argument("--name", help="target name in the results (default: from the URL)")
+    target.add_argument(
+        "--target-profile",
+        metavar="FILE.toml",
+        help="a target profile (suites/targets/*.toml): its URLs, key, model and name",
+    )
+    target.add_argument(
+        "--target-name",
+        "--name",
+        dest="name",
+        help="the implementation's name in the results (default: the profile's, the server's "
+        "word, else host:port of the URL)",
+    )
+    target.add_argument(
+        "--target-version",
+        help="the implementation's version (default: what the server's headers offer)",
+    )
     target.add_argument(
         "--profile", default=DEFAULT_PROFILE, help="embedded server cost profile or TOML path"
     )
@@ -193,14 +211,39 @@ def _traces(traces: str | None, corpus: str | None) -> str:
     return traces if traces is not None else corpus_traces(corpus or "generated")
 
 
+def apply_target_profile(args: argparse.Namespace) -> str | None:
+    """Fill the target, key and model from `--target-profile` (flags given win); the profile's
+    name, or None without one. Raises ValueError for an unreadable profile."""
+    if not args.target_profile:
+        return None
+    # the conformance area owns the profile format; the CLI sits above both areas
+    from harness.conformance.target_profile import TargetProfileError, load_target_profile
+
+    try:
+        profile = load_target_profile(args.target_profile)
+    except (TargetProfileError, OSError) as exc:
+        raise ValueError(f"--target-profile: {exc}") from None
+    if profile.embedded:
+        raise ValueError("--target-profile: the profile names the embedded server: drop it")
+    args.target = args.target or profile.ws_url or None
+    args.http_target = args.http_target or profile.http_url or None
+    args.api_key = args.api_key or profile.api_key or None
+    if getattr(args, "model", None) in (None, DEFAULT_MODEL):
+        args.model = profile.model
+    return profile.name
+
+
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
     modes = tuple(parse_mode(m.strip()) for m in args.modes.split(",") if m.strip())
+    profile_name = apply_target_profile(args)
     target, http_target = derive_urls(args.target, args.http_target)
     return BenchConfig(
         target=target,
         http_target=http_target,
         api_key=args.api_key,
         name=args.name,
+        target_version=args.target_version,
+        profile_name=profile_name,
         profile=args.profile,
         traces=_traces(args.traces, args.corpus),
         per_kind=args.per_kind or None,
@@ -284,7 +327,20 @@ def register_load(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
         help=f"client processes, each its own event loop (default: cores, {default_processes()})",
     )
     pattern.add_argument("--timeout-s", type=float, default=120.0, help="per request")
-    pattern.add_argument("--seed", type=int, default=0, help="prompts and arrivals")
+    pattern.add_argument(
+        "--seed",
+        type=int,
+        help="the run's seed (prompts and arrivals; each mode derives its own from it); "
+        "default: a fresh one per run, recorded in the results",
+    )
+    shape.add_argument(
+        "--prefix-share",
+        type=float,
+        default=0.0,
+        metavar="RATIO",
+        help="a shared-prefix workload: this fraction (0-1) of every prompt is one prefix common "
+        "to every request, mode and run (default 0: every prompt fresh, per run and mode)",
+    )
     output = parser.add_argument_group("output")
     output.add_argument("--out", default="results", help="results root (default results/)")
     output.add_argument("--label", default="load", help="results file label")
@@ -294,7 +350,8 @@ def register_load(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
     parser.set_defaults(handler=load_main)
 
 
-def load_specs(args: argparse.Namespace, endpoint: Endpoint) -> list[LoadSpec]:
+def load_specs(args: argparse.Namespace, endpoint: Endpoint, run_seed: int) -> list[LoadSpec]:
+    """One spec per mode, each with its own prompts (`mode_seed`)."""
     modes = [parse_mode(m.strip()) for m in args.modes.split(",") if m.strip()]
     duration = args.duration_s
     if duration is None and args.requests is None:
@@ -312,7 +369,8 @@ def load_specs(args: argparse.Namespace, endpoint: Endpoint) -> list[LoadSpec]:
             duration_s=duration,
             requests=args.requests,
             turns=args.turns,
-            seed=args.seed,
+            seed=mode_seed(run_seed, mode),
+            prefix_share=args.prefix_share,
             timeout_s=args.timeout_s,
             keep_samples=args.keep_samples,
         )
@@ -323,6 +381,11 @@ def load_specs(args: argparse.Namespace, endpoint: Endpoint) -> list[LoadSpec]:
 def load_main(args: argparse.Namespace) -> int:
     if args.processes < 1:
         return usage_error(LOAD, "--processes must be >= 1")
+    try:
+        profile_name = apply_target_profile(args)
+    except ValueError as exc:
+        return usage_error(LOAD, str(exc))
+    run_seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     server = None
     if not args.target and not args.http_target:
         server = EmbeddedServer(profile=args.profile).start()
@@ -331,16 +394,24 @@ def load_main(args: argparse.Namespace) -> int:
         ws_url, http_url = derive_urls(args.target, args.http_target)
         endpoint = Endpoint(ws_url, http_url, args.api_key)
         try:
-            specs = load_specs(args, endpoint)
+            specs = load_specs(args, endpoint, run_seed)
         except ValueError as exc:
             return usage_error(LOAD, str(exc))
+        target = resolve_identity(
+            url=ws_url or http_url or "",
+            name=args.name,
+            version=args.target_version,
+            profile_name=profile_name,
+            embedded=server is not None,
+            headers=server_headers(ws_url, args.api_key),
+        )
         run = LoadRun(
             label=args.label,
-            target_name=args.name or ("reference" if server else _name_from(ws_url or "")),
-            target_url=ws_url or http_url or "",
+            target=target,
             profile=args.profile if server else None,
             processes=args.processes,
             started_at=utc_now_iso(),
+            run_seed=run_seed,
         )
         shards: dict[str, ShardResult] = {
             spec.mode: run_processes(spec, args.processes) for spec in specs
@@ -353,7 +424,3 @@ def load_main(args: argparse.Namespace) -> int:
     print_load(sys.stdout, result)
     sys.stdout.write(f"results: {path}\n")
     return 1 if any(s.failed for s in shards.values()) else 0
-
-
-def _name_from(url: str) -> str:
-    return re.sub(r"^\w+://", "", url).split("/", 1)[0] or "target"

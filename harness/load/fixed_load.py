@@ -15,6 +15,12 @@ message of the same shape; over `http` every request stands alone. Two schedules
   slot is measured from its intended start, so a saturated client shows up as latency, never as
   a lower rate (no coordinated omission).
 
+**Same work in every mode.** Each mode of each run draws its own prompts: `seed` is the mode's
+(`mode_seed(run_seed, mode)`, a fresh run seed unless `--seed` is given), so no mode finds the
+prompts of an earlier mode (or run) in the target's prefix cache. A shared-prefix workload is
+asked for explicitly: `prefix_share` is the fraction of each prompt's tokens taken from one
+prefix common to every request, mode and run (`prefix_seed`), the rest fresh.
+
 Stops at `requests` sent or after `duration_s` (requests then in flight finish and count).
 A request succeeds when it completes, or ends `incomplete` because it reached
 `max_output_tokens` (what the limit asks for); anything else is a failure, counted apart by
@@ -26,6 +32,8 @@ results document are in `fixed_load_run`.
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 import math
 import random
 import resource
@@ -71,7 +79,9 @@ class LoadSpec:
     duration_s: float | None = None
     requests: int | None = None
     turns: int = 1
-    seed: int = 0
+    seed: int = 0  # this mode's prompts and arrivals: mode_seed(run seed, mode)
+    prefix_share: float = 0.0  # fraction of each prompt from the prefix shared by every request
+    prefix_seed: int = 0
     timeout_s: float = 120.0
     keep_samples: int = 20_000
 
@@ -83,6 +93,8 @@ class LoadSpec:
                 raise ValueError(f"{name} must be >= 1")
         if self.input_tokens_stddev < 0:
             raise ValueError("input_tokens_stddev must be >= 0")
+        if not 0.0 <= self.prefix_share <= 1.0:
+            raise ValueError(f"prefix share must be in [0, 1], got {self.prefix_share:g}")
         if self.rate_per_s is not None and not self.rate_per_s > 0:
             raise ValueError("rate must be > 0 requests per second")
         if self.requests is None and self.duration_s is None:
@@ -124,8 +136,27 @@ class LoadSpec:
             "requests": self.requests,
             "turns": self.turns,
             "seed": self.seed,
+            "prompts": self.prompts,
+            "prefix_share": self.prefix_share,
+            "prefix_seed": self.prefix_seed if self.prefix_share else None,
             "timeout_s": self.timeout_s,
         }
+
+    @property
+    def prompts(self) -> str:
+        """How this mode's prompts were drawn, in words (results config, console)."""
+        if not self.prefix_share:
+            return f"fresh for this run and mode (seed {self.seed})"
+        return (
+            f"{self.prefix_share:.0%} of each prompt from a prefix shared by every request, mode "
+            f"and run (prefix seed {self.prefix_seed}), the rest fresh (seed {self.seed})"
+        )
+
+
+def mode_seed(run_seed: int, mode: str) -> int:
+    """The seed of one mode's prompts in a run: distinct per mode, reproducible from the run's."""
+    digest = hashlib.sha256(f"wsmode-load:{run_seed}:{mode}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
 
 
 def _split(total: int, index: int, parts: int) -> int:
@@ -137,6 +168,12 @@ def synthetic_text(rng: random.Random, tokens: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(tokens))
 
 
+@functools.lru_cache(maxsize=64)
+def shared_prefix(prefix_seed: int, tokens: int) -> str:
+    """The first `tokens` words of the prefix every request shares (a longer one extends it)."""
+    return synthetic_text(random.Random(f"wsmode-prefix:{prefix_seed}"), tokens)
+
+
 def input_token_count(spec: LoadSpec, rng: random.Random) -> int:
     if not spec.input_tokens_stddev:
         return spec.input_tokens
@@ -145,7 +182,12 @@ def input_token_count(spec: LoadSpec, rng: random.Random) -> int:
 
 def request_body(spec: LoadSpec, rng: random.Random, previous_id: str | None) -> dict[str, Any]:
     """One standard create: model, one user message, max_output_tokens, store."""
-    text = synthetic_text(rng, input_token_count(spec, rng))
+    tokens = input_token_count(spec, rng)
+    shared = round(tokens * spec.prefix_share)
+    parts = [shared_prefix(spec.prefix_seed, shared)] if shared else []
+    if tokens > shared:
+        parts.append(synthetic_text(rng, tokens - shared))
+    text = " ".join(parts)
     body: dict[str, Any] = {
         "model": spec.model,
         "input": [{"type": "message", "role": "user", "content": text}],
@@ -177,21 +219,35 @@ class ShardResult:
     failed: Counter[str] = field(default_factory=Counter)
     output_tokens: int = 0
     input_tokens: int = 0
+    cached_tokens: int = 0  # as the target reported them (0 when it reports none)
     started_ns: int = 0  # time.monotonic_ns(): one clock for every process on the machine
     ended_ns: int = 0
+    sent: int = 0  # requests whose body reached the socket
+    sending_s: float = 0.0  # first intended start -> last actual send (open loop: the rate)
     cpu_s: float = 0.0  # user + system CPU of this process over the run
     samples: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, turn: TurnResult, keep_samples: int) -> None:
+    def add(self, turn: TurnResult, keep_samples: int, *, open_loop: bool = False) -> None:
+        """An ended request; open loop: its wait for a free slot goes into `queue_ms` (0 too)."""
         if turn.ok:
             self.ok += 1
+            if open_loop:
+                self.metrics.record_ms("queue_ms", turn.start_lag_ms)
             self.output_tokens += turn.output_tokens
             self.input_tokens += turn.context_tokens
+            self.cached_tokens += turn.cached_tokens or 0
             record_turn(self.metrics, turn)
         else:
             self.failed[_reason(turn.error)] += 1
         if len(self.samples) < keep_samples:
             self.samples.append(turn.to_sample())
+
+    def note_sent(self, sent_ns: int, start_ns: int) -> None:
+        """A request reached the socket at `sent_ns` (perf_counter), `start_ns` the loop's
+        start: counts it and widens the sending window."""
+        if sent_ns:
+            self.sent += 1
+            self.sending_s = max(self.sending_s, (sent_ns - start_ns) / 1e9)
 
     def merge(self, other: ShardResult) -> None:
         """Add `other` in: histograms merged without loss, counts summed, window widened."""
@@ -200,6 +256,9 @@ class ShardResult:
         self.failed.update(other.failed)
         self.output_tokens += other.output_tokens
         self.input_tokens += other.input_tokens
+        self.cached_tokens += other.cached_tokens
+        self.sent += other.sent
+        self.sending_s = max(self.sending_s, other.sending_s)
         starts = [n for n in (self.started_ns, other.started_ns) if n]
         self.started_ns = min(starts) if starts else 0
         self.ended_ns = max(self.ended_ns, other.ended_ns)
@@ -213,6 +272,9 @@ class ShardResult:
             "failed": dict(self.failed),
             "output_tokens": self.output_tokens,
             "input_tokens": self.input_tokens,
+            "cached_tokens": self.cached_tokens,
+            "sent": self.sent,
+            "sending_s": self.sending_s,
             "started_ns": self.started_ns,
             "ended_ns": self.ended_ns,
             "cpu_s": self.cpu_s,
@@ -227,8 +289,11 @@ class ShardResult:
             Counter({str(k): int(v) for k, v in data["failed"].items()}),
             int(data["output_tokens"]),
             int(data["input_tokens"]),
+            int(data["cached_tokens"]),
             int(data["started_ns"]),
             int(data["ended_ns"]),
+            int(data["sent"]),
+            float(data["sending_s"]),
             float(data["cpu_s"]),
             list(data["samples"]),
         )
@@ -252,6 +317,7 @@ class _Conversation:
         self.turns_done = 0
         self.opened = False
         self.broken = False
+        self.last_sent_ns = 0  # perf_counter_ns when the last request's body was sent
 
     @property
     def finished(self) -> bool:
@@ -260,12 +326,14 @@ class _Conversation:
     async def request(self, rng: random.Random, shard: int, intended_ns: int) -> TurnResult:
         turn = TurnResult(f"p{shard}-c{self.number}", self.spec.mode, self.turns_done, ok=False)
         self.turns_done += 1
+        self.last_sent_ns = 0
         try:
             if not self.opened:
                 self.opened = True
                 await self.session.open()
             body = request_body(self.spec, rng, self.previous_id if self.spec.chained else None)
             exchange, turn.bytes_sent, turn.bytes_received = await self.session.exchange(body)
+            self.last_sent_ns = exchange.sent_ns
         except (TransportError, OSError) as exc:  # refused, reset, no handshake
             return _failed(turn, f"transport: {exc}", self)
         error = load_error(exchange)
@@ -336,6 +404,7 @@ async def _closed_loop(
     spec: LoadSpec, shard: int, rng: random.Random, budget: _Budget, out: ShardResult
 ) -> None:
     numbers = iter(range(1 << 62))
+    start_ns = time.perf_counter_ns()
 
     async def worker() -> None:
         conversation = _Conversation(spec, next(numbers))
@@ -345,6 +414,7 @@ async def _closed_loop(
                     await conversation.close()
                     conversation = _Conversation(spec, next(numbers))
                 out.add(await conversation.request(rng, shard, 0), spec.keep_samples)
+                out.note_sent(conversation.last_sent_ns, start_ns)
         finally:
             await conversation.close()
 
@@ -363,13 +433,15 @@ async def _open_loop(
     async def one(intended_ns: int) -> None:
         async with slots:
             conversation = idle.pop() if idle else _Conversation(spec, next(numbers))
-            out.add(await conversation.request(rng, shard, intended_ns), spec.keep_samples)
+            turn = await conversation.request(rng, shard, intended_ns)
+            out.add(turn, spec.keep_samples, open_loop=True)
+            out.note_sent(conversation.last_sent_ns, start_ns)
             if conversation.finished:
                 await conversation.close()
             else:
                 idle.append(conversation)
 
-    next_ns = time.perf_counter_ns()
+    next_ns = start_ns = time.perf_counter_ns()
     while budget.take():
         next_ns += int(rng.expovariate(spec.rate_per_s) * 1e9)
         delay_s = (next_ns - time.perf_counter_ns()) / 1e9

@@ -8,9 +8,11 @@ ship), and the parent merges them: every sample of every process is in the merge
 ok count over the window from the first process's start to the last one's end, on the
 machine-wide monotonic clock.
 
-The results document is a `bench` results file (schema v2) with one mode entry per mode run,
-so `wsmode gate` and `wsmode board` read it as they read a bench; `bench.load` adds the
-throughput figures (req/s, tokens/s, CPU per request, failures by reason).
+The results document is a `load` results file (the bench payload's layout under `load`, one
+mode entry per mode run, and its workload identity), so `wsmode gate` compares it with load runs
+of the same workload only and `wsmode board` never pools it with a bench; `load.throughput` adds
+the throughput figures (req/s, achieved rate, tokens/s, CPU per request, failures by reason,
+warnings) and `load.tokens` the token accounting (cached share, session cache-hit ratio).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from harness.load.bench.result import mode_entry
 from harness.load.fixed_load import LoadSpec, ShardResult, run_shard
 from harness.load.gc_policy import load_gc
 from harness.results.schema import finish_result, new_result
+from harness.results.work import describe_tokens, token_summary, unequal_work
+from harness.results.workload import load_workload
 
 CHILD_START_TIMEOUT_S = 60.0
 
@@ -99,92 +103,186 @@ def _child(spec: LoadSpec, index: int, ready: Any, start: EventType, results: An
 
 
 # -- the results document --------------------------------------------------------------------------
+#: warn when the achieved rate is under this share of the requested one
+RATE_WARN_SHARE = 0.9
+#: warn when the client processes used more than this share of their CPU over the run
+CPU_WARN_SHARE = 0.9
+
+
 @dataclass(frozen=True, slots=True)
 class LoadRun:
     label: str
-    target_name: str
-    target_url: str
+    target: Mapping[str, Any]  # url, name, version, name_source (results.identity)
     profile: str | None
     processes: int
     started_at: str
+    run_seed: int = 0
 
 
-def throughput(shard: ShardResult, processes: int) -> dict[str, Any]:
-    """req/s, tokens/s and CPU per request over the run's window (`bench.load.<mode>`)."""
+def throughput(spec: LoadSpec, shard: ShardResult, processes: int) -> dict[str, Any]:
+    """req/s, tokens/s, CPU per request and the warnings of one mode (`load.throughput.<mode>`)."""
     elapsed_s = max(shard.ended_ns - shard.started_ns, 1) / 1e9
     done = shard.ok + sum(shard.failed.values())
-    return {
+    sent_rate = shard.sent / shard.sending_s if shard.sending_s > 0 else None
+    cpu_share = shard.cpu_s / (elapsed_s * processes)
+    entry: dict[str, Any] = {
         "requests_ok": shard.ok,
         "requests_failed": sum(shard.failed.values()),
         "failures": dict(shard.failed.most_common()),
         "elapsed_s": round(elapsed_s, 3),
         "requests_per_s": round(shard.ok / elapsed_s, 2),
+        "requested_rate_per_s": spec.rate_per_s,
+        "sent_rate_per_s": round(sent_rate, 2) if sent_rate is not None else None,
         "output_tokens_per_s": round(shard.output_tokens / elapsed_s, 1),
         "input_tokens_per_s": round(shard.input_tokens / elapsed_s, 1),
         "client_cpu_s": round(shard.cpu_s, 3),
+        "client_cpu_share": round(cpu_share, 3),
         "client_cpu_ms_per_request": round(1000 * shard.cpu_s / done, 4) if done else None,
         "processes": processes,
     }
+    entry["warnings"] = load_warnings(entry, spec)
+    return entry
+
+
+def load_warnings(entry: Mapping[str, Any], spec: LoadSpec) -> list[str]:
+    """What makes a mode's figures less than they seem: a rate not reached, a busy client."""
+    warnings = []
+    requested = spec.rate_per_s
+    if requested:
+        # completions over the whole window, and sends over the sending window: either short
+        # of the rate means the requests were not made at the rate asked for
+        achieved = min(entry["requests_per_s"], entry["sent_rate_per_s"] or 0.0)
+        if entry["requests_ok"] and achieved < RATE_WARN_SHARE * requested:
+            warnings.append(
+                f"achieved {achieved:.1f} req/s of the {requested:g} requested "
+                f"({achieved / requested:.0%}): the target (or the client) could not keep up; "
+                "latencies count from each request's intended start"
+            )
+    if entry["client_cpu_share"] > CPU_WARN_SHARE:
+        warnings.append(
+            f"the client used {entry['client_cpu_share']:.0%} of its {entry['processes']} "
+            "process(es)' CPU: latencies may include client time (add --processes or cores)"
+        )
+    return warnings
+
+
+def load_baseline(specs: Sequence[LoadSpec]) -> str | None:
+    """The mode whose turns carry the whole conversation: http-chained (chained turns), or
+    http when every request stands alone; None when neither ran."""
+    modes = {s.mode for s in specs}
+    turns = max((s.turns for s in specs), default=1)
+    if "http-chained" in modes:
+        return "http-chained"
+    return "http" if "http" in modes and turns == 1 else None
 
 
 def build_load_result(
     run: LoadRun, specs: Sequence[LoadSpec], shards: Mapping[str, ShardResult]
 ) -> dict[str, Any]:
-    """A validated `bench` results document with one mode entry per mode run."""
+    """A validated `load` results document with one mode entry per mode run."""
+    modes_config: dict[str, dict[str, Any]] = {s.mode: s.to_json() for s in specs}
     result = new_result(
-        "bench",
+        "load",
         label=run.label,
-        target={"url": run.target_url, "name": run.target_name},
+        target=run.target,
         profile=run.profile,
         config={
             "command": "load",
             "processes": run.processes,
-            "modes": {s.mode: s.to_json() for s in specs},
+            "run_seed": run.run_seed,
+            "modes": modes_config,
         },
         started_at=run.started_at,
     )
-    bench = result["bench"]
-    bench["time_scale"] = 0.0
-    bench["load"] = {mode: throughput(shard, run.processes) for mode, shard in shards.items()}
+    result["workload"] = load_workload(modes_config, run.profile)
+    load = result["load"]
+    by_mode: dict[str, LoadSpec] = {s.mode: s for s in specs}
+    load["throughput"] = {
+        mode: throughput(by_mode[mode], shard, run.processes) for mode, shard in shards.items()
+    }
     for mode, shard in shards.items():
-        bench["modes"][mode] = mode_entry(shard.metrics, sum(shard.failed.values()))
-        bench["samples"].extend(shard.samples)
+        load["modes"][mode] = mode_entry(shard.metrics, sum(shard.failed.values()))
+        load["samples"].extend(shard.samples)
+    load["tokens"] = {mode: token_summary(load["samples"], mode) for mode in shards}
+    baseline = load_baseline(specs)
+    load["unequal_work"] = [
+        flag
+        for mode in shards
+        if baseline is not None and mode != baseline
+        if (flag := unequal_work(load["samples"], baseline, mode)) is not None
+    ]
     return finish_result(result)
+
+
+def _ms(value: Any) -> str:
+    """A latency cell: small values keep three significant digits (0.004, not 0.00)."""
+    if not isinstance(value, int | float):
+        return "—"
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
 
 
 def format_load_table(result: Mapping[str, Any]) -> str:
     """The console table: throughput and latency percentiles per mode (ms)."""
-    bench = result["bench"]
+    load = result["load"]
     head = (
-        f"{'mode':<13}{'ok':>8}{'failed':>8}{'req/s':>9}{'out tok/s':>11}{'TTFT p50':>10}"
-        f"{'p90':>8}{'p99':>8}{'TTFE p50':>10}{'ITL p50':>9}{'p99':>8}{'TPOT p50':>10}"
-        f"{'e2e p50':>9}{'p99':>8}{'CPU ms/req':>11}"
+        f"{'mode':<13}{'ok':>7}{'failed':>7}{'req/s':>8}{'out tok/s':>10}{'TTFT p50':>9}"
+        f"{'p90':>7}{'p99':>7}{'TTFE p50':>9}{'ITL p50':>8}{'p99':>7}{'TPOT p50':>9}"
+        f"{'e2e p50':>8}{'p99':>7}{'queue p50':>10}{'CPU ms/req':>11}"
     )
     lines = [head]
-    for mode, load in bench["load"].items():
-        s = bench["modes"][mode]["summary"]
+    for mode, entry in load["throughput"].items():
+        s = load["modes"][mode]["summary"]
 
         def p(metric: str, q: str, s: Mapping[str, Any] = s) -> str:
-            value = s.get(metric, {}).get(q)
-            return "—" if value is None else f"{value:.2f}"
+            return _ms(s.get(metric, {}).get(q))
 
-        cpu = load["client_cpu_ms_per_request"]
+        cpu = entry["client_cpu_ms_per_request"]
         lines.append(
-            f"{mode:<13}{load['requests_ok']:>8}{load['requests_failed']:>8}"
-            f"{load['requests_per_s']:>9.1f}{load['output_tokens_per_s']:>11.0f}"
-            f"{p('ttft_ms', 'p50'):>10}{p('ttft_ms', 'p90'):>8}{p('ttft_ms', 'p99'):>8}"
-            f"{p('ttfe_ms', 'p50'):>10}{p('itl_ms', 'p50'):>9}{p('itl_ms', 'p99'):>8}"
-            f"{p('tpot_ms', 'p50'):>10}{p('turn_e2e_ms', 'p50'):>9}{p('turn_e2e_ms', 'p99'):>8}"
-            f"{'—' if cpu is None else f'{cpu:.3f}':>11}"
+            f"{mode:<13}{entry['requests_ok']:>7}{entry['requests_failed']:>7}"
+            f"{entry['requests_per_s']:>8.1f}{entry['output_tokens_per_s']:>10.0f}"
+            f"{p('ttft_ms', 'p50'):>9}{p('ttft_ms', 'p90'):>7}{p('ttft_ms', 'p99'):>7}"
+            f"{p('ttfe_ms', 'p50'):>9}{p('itl_ms', 'p50'):>8}{p('itl_ms', 'p99'):>7}"
+            f"{p('tpot_ms', 'p50'):>9}{p('turn_e2e_ms', 'p50'):>8}{p('turn_e2e_ms', 'p99'):>7}"
+            f"{p('queue_ms', 'p50'):>10}{'—' if cpu is None else f'{cpu:.3f}':>11}"
         )
-        for reason, count in load["failures"].items():
+        for reason, count in entry["failures"].items():
             lines.append(f"  failed {count}x: {reason}")
     return "\n".join(lines)
 
 
+def format_load_notes(result: Mapping[str, Any]) -> list[str]:
+    """Below the table: each mode's prompts and tokens, then every warning and flag."""
+    load = result["load"]
+    modes = result["config"].get("modes", {})
+    lines = []
+    for mode, tokens in load.get("tokens", {}).items():
+        prompts = modes.get(mode, {}).get("prompts")
+        lines.append(
+            f"{mode}: {describe_tokens(tokens)}" + (f"; prompts {prompts}" if prompts else "")
+        )
+    for mode, entry in load["throughput"].items():
+        lines += [f"warning: {mode}: {w}" for w in entry.get("warnings", [])]
+        queue = load["modes"][mode]["summary"].get("queue_ms", {}).get("p50")
+        e2e = load["modes"][mode]["summary"].get("turn_e2e_ms", {}).get("p50")
+        if queue and e2e and queue > 0.5 * e2e:
+            lines.append(
+                f"warning: {mode}: overloaded: requests waited {_ms(queue)} ms (median) for a free "
+                f"slot; TTFT and e2e count that wait (from the intended start), TPOT and ITL do not"
+            )
+    lines += [f"UNEQUAL WORK: {flag['message']}" for flag in load.get("unequal_work", [])]
+    return lines
+
+
 def print_load(out: TextIO, result: Mapping[str, Any]) -> None:
     out.write(format_load_table(result) + "\n")
+    for line in format_load_notes(result):
+        out.write(line + "\n")
     out.write(
         "TTFT: request sent → first content token; TTFE: → first output event of any kind "
-        "(harness.protocol.timing_marks). Failures are not in the latencies.\n"
+        "(harness.protocol.timing_marks); queue: open-loop wait for a free slot. Failures are not "
+        "in the latencies.\n"
     )

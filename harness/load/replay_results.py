@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.load.modes import Mode
 from harness.results.stats import round_or_none as _r
+from harness.results.work import token_fields
 
 
 @dataclass(slots=True)
@@ -83,8 +84,8 @@ class TurnResult:
             "api_overhead_ms": _r(self.api_overhead_ms),
             "ok": self.ok,
             "error": self.error,
-            # extras
-            "cached_tokens": self.cached_tokens,
+            # extras: the tokens as the target reported them (input = context_tokens)
+            **token_fields(self.context_tokens, self.cached_tokens),
             "inference_ttft_ms": _r(self.inference_ttft_ms),
             "server_ttft_ms": _r(self.server_ttft_ms),
             "inference_ms": _r(self.inference_ms),

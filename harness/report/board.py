@@ -1,209 +1,50 @@
 """`wsmode board`: a static latency leaderboard from results files.
 
-One row per implementation (target name), ranked by TTFT p50 in `ws` mode. Latency columns come
-from the HdrHistograms of all bench runs of a target merged together (so a distributed run, whose
-histograms were merged from its workers, ranks the same way as a single-process one); when a
-target has several runs, the min–max of the per-run values is shown as its spread. The WS speedup
-is the median of the per-rollout e2e ratios http/ws over all runs, with a bootstrap 95 % interval.
-Conformance is taken from the latest certify result of the same target.
+Runs are grouped by kind and workload (`harness.report.board_rows`): each group is a table of
+its own, ranked by TTFT p50 in `ws` mode, and nothing is pooled across groups (a load run never
+with a bench run, nor two concurrencies). One row per implementation: its canonical name (one
+server, one name) and version; latency columns from the HdrHistograms of its runs merged, the
+min–max across runs as the spread; the WS speedup (median per-rollout e2e ratio http/ws with a
+bootstrap 95 % interval from 5 pairs on) unless a run was flagged *unequal work*; conformance
+from the latest certify run of the same implementation, or why there is none. Failed runs (no
+ok turn) are listed and marked, never counted as data.
 
-Writes OUT/index.html (self-contained: inline CSS and SVG, no JS, nothing fetched),
-OUT/leaderboard.md, and a copy of every input file under OUT/results/ that the rows link to.
+Writes OUT/index.html (self-contained: inline CSS and SVG, no JS, nothing fetched; the table
+fits a 1,280 px window), OUT/leaderboard.md, and a copy of every input file under OUT/results/
+that the rows link to.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
 
-from harness.report.gate import paired_speedups
-from harness.report.svg import Bar, Series, bar_chart, cdf_chart, fmt_ms
-from harness.results import stats
-from harness.results.histograms import LatencyHistogram, MetricSet
-from harness.results.page import html_page
-from harness.results.schema import (
-    SCHEMA_VERSION,
-    TTFT_DEFINITIONS,
-    ResultsSchemaError,
-    load_result,
-    parse_time,
-    ttft_definition,
+from harness.report.board_rows import (
+    RANK_MODE,
+    SPEEDUP_BASELINE,
+    Board,
+    Group,
+    Row,
+    Run,
+    Spread,
+    build_board,
+    build_rows,
+    collect_inputs,
 )
+from harness.report.svg import Bar, Series, bar_chart, cdf_chart, fmt_ms
+from harness.results.histograms import LatencyHistogram
+from harness.results.identity import version_number
+from harness.results.page import html_page
+from harness.results.schema import ResultsSchemaError, load_result, parse_time
 from harness.results.store import slug, timestamp_slug
 
-TTFT_DEFINITION = TTFT_DEFINITIONS[SCHEMA_VERSION]  # what this wsmode's ttft_ms means
-
-RANK_MODE = "ws"
-SPEEDUP_BASELINE = "http"
+__all__ = ["Row", "Run", "build_rows", "load_runs", "render_html", "render_markdown", "write_board"]
 
 
-@dataclasses.dataclass
-class Run:
-    """One input results file and where its copy lives in the board."""
-
-    source: Path
-    result: dict[str, Any]
-    copy_name: str = ""
-    anchor: str = ""
-
-
-@dataclasses.dataclass
-class Spread:
-    value: float
-    low: float
-    high: float
-    runs: int
-
-
-@dataclasses.dataclass
-class Row:
-    target: str
-    bench_runs: list[Run] = dataclasses.field(default_factory=list)
-    certify_runs: list[Run] = dataclasses.field(default_factory=list)
-    rank: int | None = None
-    ttft: LatencyHistogram | None = None
-    ttft_p50: Spread | None = None
-    ttft_p99: Spread | None = None
-    ttft_legacy: bool = False  # TTFT from schema-v1 runs only (their mark: first output event)
-    itl_p50: Spread | None = None
-    rollout_p50: Spread | None = None
-    speedup: tuple[float, float | None, float | None] | None = None  # median, ci low, ci high
-    speedup_spread: Spread | None = None
-    conformance: dict[str, int] | None = None
-
-    @property
-    def latest_certify(self) -> Run | None:
-        if not self.certify_runs:
-            return None
-        return max(self.certify_runs, key=lambda r: parse_time(r.result["started_at"]))
-
-
-# -- building ----------------------------------------------------------------------------------
-def collect_inputs(paths: Iterable[str | Path]) -> list[Path]:
-    """Files as given; directories contribute every *.json below them (dot files skipped)."""
-    files: list[Path] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            files += [
-                f
-                for f in sorted(p.rglob("*.json"))
-                if not any(part.startswith(".") for part in f.relative_to(p).parts)
-            ]
-        else:
-            files.append(p)
-    return list(dict.fromkeys(files))
-
-
-def _mode_set(result: Mapping[str, Any], mode: str) -> MetricSet | None:
-    entry = result["bench"]["modes"].get(mode)
-    return MetricSet.from_dict(entry) if entry else None
-
-
-def _spread(per_run: list[float], pooled: float) -> Spread:
-    return Spread(pooled, min(per_run), max(per_run), len(per_run))
-
-
-def build_rows(runs: Sequence[Run], *, seed: int = 0) -> list[Row]:
-    rows: dict[str, Row] = {}
-    for run in runs:
-        name = run.result["target"]["name"]
-        row = rows.setdefault(name, Row(target=name))
-        (row.bench_runs if run.result["kind"] == "bench" else row.certify_runs).append(run)
-
-    for row in rows.values():
-        merged = MetricSet()
-        per_run: dict[str, list[float]] = {k: [] for k in ("ttft50", "ttft99", "itl50", "e2e50")}
-        ratios: list[float] = []
-        run_speedups: list[float] = []
-        # never pool two TTFT definitions: the current one wins, v1 runs only when alone
-        current = [r for r in row.bench_runs if ttft_definition(r.result) == TTFT_DEFINITION]
-        ttft_runs = current or row.bench_runs
-        row.ttft_legacy = bool(row.bench_runs) and not current
-        ttft_merged = MetricSet()
-        for run in row.bench_runs:
-            ms = _mode_set(run.result, RANK_MODE)
-            if ms is not None:
-                merged.merge(ms)
-                if run in ttft_runs and "ttft_ms" in ms and ms["ttft_ms"].count:
-                    ttft_merged.histogram("ttft_ms").merge(ms["ttft_ms"])
-                    per_run["ttft50"].append(ms["ttft_ms"].percentile_ms(50))
-                    per_run["ttft99"].append(ms["ttft_ms"].percentile_ms(99))
-                if "itl_ms" in ms and ms["itl_ms"].count:
-                    per_run["itl50"].append(ms["itl_ms"].percentile_ms(50))
-                if "rollout_e2e_ms" in ms and ms["rollout_e2e_ms"].count:
-                    per_run["e2e50"].append(ms["rollout_e2e_ms"].percentile_ms(50))
-            bench = run.result["bench"]
-            pairs = paired_speedups(bench, SPEEDUP_BASELINE, RANK_MODE)
-            if pairs:
-                ratios += pairs
-                run_speedups.append(stats.median(pairs))
-            else:
-                for comp in bench["comparisons"]:
-                    if (comp["baseline_mode"], comp["mode"]) == (SPEEDUP_BASELINE, RANK_MODE):
-                        if comp["speedup_median"] is not None:
-                            run_speedups.append(float(comp["speedup_median"]))
-                        break
-        if "ttft_ms" in ttft_merged:
-            row.ttft = ttft_merged["ttft_ms"]
-            row.ttft_p50 = _spread(per_run["ttft50"], row.ttft.percentile_ms(50))
-            row.ttft_p99 = _spread(per_run["ttft99"], row.ttft.percentile_ms(99))
-        if "itl_ms" in merged and merged["itl_ms"].count:
-            row.itl_p50 = _spread(per_run["itl50"], merged["itl_ms"].percentile_ms(50))
-        if "rollout_e2e_ms" in merged and merged["rollout_e2e_ms"].count:
-            row.rollout_p50 = _spread(per_run["e2e50"], merged["rollout_e2e_ms"].percentile_ms(50))
-        if ratios:
-            row.speedup = stats.bootstrap_percentile_ci(ratios, 50, seed=seed)
-        elif run_speedups:
-            single = _single_comparison_ci(row.bench_runs) if len(run_speedups) == 1 else None
-            row.speedup = (stats.median(run_speedups), *(single or (None, None)))
-        if run_speedups:
-            row.speedup_spread = _spread(run_speedups, row.speedup[0] if row.speedup else 0.0)
-        latest = row.latest_certify
-        if latest is not None:
-            row.conformance = _conformance_counts(latest.result)
-
-    ranked = sorted(
-        (r for r in rows.values() if r.ttft_p50 is not None),
-        key=lambda r: (r.ttft_p50.value if r.ttft_p50 else 0.0, r.target),
-    )
-    for i, r in enumerate(ranked, start=1):
-        r.rank = i
-    unranked = sorted((r for r in rows.values() if r.ttft_p50 is None), key=lambda r: r.target)
-    return ranked + unranked
-
-
-def _conformance_counts(result: Mapping[str, Any]) -> dict[str, Any]:
-    """MUST/SHOULD passed of the cases run (UNIMPLEMENTED ones were not applicable) and the
-    declared upstream, so a gateway's row says what stood behind it."""
-    summary = result["certify"]["summary"]
-    cases = result["certify"]["cases"]
-    counts: dict[str, Any] = {"upstream": str(result.get("config", {}).get("upstream") or "")}
-    for level in ("must", "should"):
-        skipped = sum(
-            1 for c in cases if c["level"] == level.upper() and c["verdict"] == "UNIMPLEMENTED"
-        )
-        counts[f"{level}_passed"] = summary[f"{level}_passed"]
-        counts[f"{level}_total"] = summary[f"{level}_total"] - skipped
-    return counts
-
-
-def _single_comparison_ci(runs: Sequence[Run]) -> tuple[float, float] | None:
-    for run in runs:
-        for comp in run.result["bench"]["comparisons"]:
-            if (comp["baseline_mode"], comp["mode"]) == (SPEEDUP_BASELINE, RANK_MODE):
-                ci = comp.get("ci95")
-                if ci:
-                    return float(ci[0]), float(ci[1])
-    return None
-
-
-# -- formatting --------------------------------------------------------------------------------
+# -- cells -------------------------------------------------------------------------------------
 def _ms(spread: Spread | None) -> str:
     if spread is None:
         return "—"
@@ -214,54 +55,50 @@ def _ms(spread: Spread | None) -> str:
 
 
 def _speedup(row: Row) -> str:
+    if row.unequal_work:
+        return "unequal work"
     if row.speedup is None:
         return "—"
     median, lo, hi = row.speedup
     text = f"{median:.2f}×"
     if lo is not None and hi is not None:
         text += f" [{lo:.2f}–{hi:.2f}]"
+    else:
+        text += f" ({row.speedup_pairs} pairs: no interval)"
     spread = row.speedup_spread
     if spread is not None and spread.runs > 1:
         text += f" ({spread.low:.2f}–{spread.high:.2f})"
     return text
 
 
+def _certificate_marks(run: Run) -> str:
+    """Marks a certificate carries beside its counts (the place for a partial run's mark)."""
+    stopped = run.result["certify"].get("stopped")
+    return " (stopped early)" if stopped else ""
+
+
 def _conformance(row: Row) -> str:
     c = row.conformance
     if c is None:
-        return "—"
+        return f"missing: {row.conformance_missing}" if row.conformance_missing else "—"
     text = (
         f"MUST {c['must_passed']}/{c['must_total']} · SHOULD {c['should_passed']}/"
         f"{c['should_total']} run"
     )
+    latest = row.latest_certify
+    text += _certificate_marks(latest) if latest is not None else ""
     return text + (f" (upstream: {c['upstream']})" if c.get("upstream") else "")
 
 
-def _environment_notes(runs: Sequence[Run]) -> list[str]:
-    bench = [r.result for r in runs if r.result["kind"] == "bench"]
-    notes = []
-    for label, values in (
-        ("profiles", {str(r["profile"]) for r in bench}),
-        ("time scales", {str(r["bench"]["time_scale"]) for r in bench}),
-        ("CPUs", {str(r["machine"]["cpu_model"]) for r in bench}),
-    ):
-        if len(values) > 1:
-            notes.append(f"Runs differ in {label}: {', '.join(sorted(values))}.")
-    return notes
+def _implementation(row: Row) -> str:
+    versions = list(dict.fromkeys(version_number(v) or v for v in row.versions))
+    return row.target + (f" ({', '.join(versions)})" if versions else "")
 
 
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1400px;padding:0 1rem;color:#222}
-h1{margin-bottom:.2rem}.sub{color:#666;margin-top:0}
-table{border-collapse:collapse;width:100%;margin:1rem 0;font-size:14px}
-th,td{border-bottom:1px solid #ddd;padding:6px 6px;text-align:left;vertical-align:top}
-th{background:#f5f5f5}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-tr.unranked td{color:#777}.note{background:#fff8e1;padding:6px 10px;border-left:3px solid #f0b400}
-details{margin:.4rem 0}pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}
-.links{font-size:12px;white-space:nowrap}td.conf{white-space:nowrap}td.sp{white-space:normal}
-.run{margin:.3rem 0;padding:2px 4px}.run:target{background:#fff3c4}
-.plots svg{display:block;margin:1rem 0;max-width:100%;height:auto}
-"""
+def _runs(row: Row) -> str:
+    failed = f" (+{len(row.failed_runs)} failed)" if row.failed_runs else ""
+    return f"{len(row.bench_runs)}{failed}"
+
 
 _COLUMNS = (
     "Rank",
@@ -269,64 +106,123 @@ _COLUMNS = (
     "TTFT p50",
     "TTFT p99",
     "ITL p50",
+    "Turn e2e p50",
     "Rollout e2e p50",
     "WS speedup (95% CI)",
     "Conformance",
     "Runs",
 )
+_NUMERIC = frozenset({0, 2, 3, 4, 5, 6, 7, 9})
 
 
 def _cells(row: Row) -> list[str]:
+    legacy = " †" if row.ttft_legacy else ""
     return [
         str(row.rank) if row.rank is not None else "—",
-        row.target,
-        _ms(row.ttft_p50) + (" †" if row.ttft_legacy else ""),
-        _ms(row.ttft_p99) + (" †" if row.ttft_legacy else ""),
+        _implementation(row),
+        _ms(row.ttft_p50) + legacy,
+        _ms(row.ttft_p99) + legacy,
         _ms(row.itl_p50),
+        _ms(row.turn_p50),
         _ms(row.rollout_p50),
         _speedup(row),
         _conformance(row),
-        str(len(row.bench_runs)),
+        _runs(row),
     ]
 
 
-def render_html(rows: Sequence[Row], runs: Sequence[Run], *, title: str) -> str:
-    out = [
-        f"<h1>{escape(title)}</h1>",
-        f'<p class="sub">Ranked by time to first token, median, in <code>{RANK_MODE}</code> mode. '
-        "Values in parentheses are the min–max across repeat runs; the speedup is the median "
-        f"per-rollout end-to-end ratio {SPEEDUP_BASELINE}/{RANK_MODE} with a bootstrap 95% "
-        "interval. Conformance is the latest certify run: MUST and SHOULD cases passed of those "
-        "run (not-applicable cases left out).</p>",
+def _environment_notes(runs: Sequence[Run]) -> list[str]:
+    latency = [r.result for r in runs if r.kind != "certify"]
+    notes = []
+    for label, values in (("CPUs", {str(r["machine"]["cpu_model"]) for r in latency}),):
+        if len(values) > 1:
+            notes.append(f"Runs differ in {label}: {', '.join(sorted(values))}.")
+    return notes
+
+
+# -- HTML ----------------------------------------------------------------------------------------
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1240px;padding:0 1rem;color:#222}
+h1{margin-bottom:.2rem}.sub{color:#666;margin-top:0}h2{margin-top:2rem}
+table{border-collapse:collapse;width:100%;margin:1rem 0;font-size:13px}
+th,td{border-bottom:1px solid #ddd;padding:5px 4px;text-align:left;vertical-align:top}
+th{background:#f5f5f5}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.unranked td{color:#777}.note{background:#fff8e1;padding:6px 10px;border-left:3px solid #f0b400}
+.flag{color:#a40000;font-weight:600}.failed{color:#a40000}
+details{margin:.4rem 0}pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}
+.links{font-size:12px;overflow-wrap:anywhere}td.conf{min-width:9rem}
+.run{margin:.3rem 0;padding:2px 4px}.run:target{background:#fff3c4}
+.plots svg{display:block;margin:1rem 0;max-width:100%;height:auto}
+"""
+
+
+def _row_html(row: Row) -> list[str]:
+    cls = "ranked" if row.rank is not None else "unranked"
+    out = [f'<tr class="{cls}" data-target="{escape(row.target)}">']
+    for i, cell in enumerate(_cells(row)):
+        klass = "num" if i in _NUMERIC else "conf" if _COLUMNS[i] == "Conformance" else ""
+        if cell in ("unequal work",) or cell.startswith("missing:"):
+            klass += " flag"
+        attr = f' class="{klass.strip()}"' if klass.strip() else ""
+        title = ""
+        if _COLUMNS[i].startswith("WS speedup") and row.unequal_work:
+            title = f' title="{escape(row.unequal_work)}"'
+        out.append(f"<td{attr}{title}>{escape(cell)}</td>")
+    links = [
+        f'<a href="results/{escape(r.copy_name)}">'
+        f"{'certify: ' if r.kind == 'certify' else ''}{escape(r.result['label'])}</a>"
+        f"{' <span class=failed>(failed)</span>' if r.failure else ''}"
+        f' (<a href="#{escape(r.anchor)}">env</a>)'
+        for r in [*row.bench_runs, *row.failed_runs, *row.certify_runs]
     ]
-    out += [f'<p class="note">{escape(n)}</p>' for n in _environment_notes(runs)]
-    if any(r.ttft_legacy for r in rows):
-        out.append(
-            '<p class="note">† only schema-v1 results: their TTFT is the time to the first '
-            "output event (an item announcement counts), not to the first token.</p>"
-        )
-    out.append('<table id="leaderboard"><thead><tr>')
+    out.append(f'<td class="links">{"<br>".join(links)}</td></tr>')
+    return out
+
+
+def _table_html(rows: Sequence[Row], table_id: str) -> list[str]:
+    out = [f'<table id="{escape(table_id)}" class="board"><thead><tr>']
     out += [f"<th>{escape(c)}</th>" for c in _COLUMNS]
     out.append("<th>Details</th></tr></thead><tbody>")
     for row in rows:
-        cls = "ranked" if row.rank is not None else "unranked"
-        out.append(f'<tr class="{cls}" data-target="{escape(row.target)}">')
-        for i, cell in enumerate(_cells(row)):
-            klass = ' class="num"' if i in (0, 2, 3, 4, 5, 6, 8) else ""
-            klass = ' class="conf"' if i == 7 else klass
-            klass = ' class="num sp"' if i == 6 else klass
-            out.append(f"<td{klass}>{escape(cell)}</td>")
-        links = [
-            f'<a href="results/{escape(r.copy_name)}">'
-            f"{'' if r.result['kind'] == 'bench' else 'certify: '}{escape(r.result['label'])}</a>"
-            f' (<a href="#{escape(r.anchor)}">env</a>)'
-            for r in [*row.bench_runs, *row.certify_runs]
-        ]
-        out.append(f'<td class="links">{"<br>".join(links)}</td></tr>')
+        out += _row_html(row)
     out.append("</tbody></table>")
+    return out
 
-    ranked = [r for r in rows if r.ttft_p50 is not None]
-    if ranked:
+
+def _group_notes(group: Group) -> list[str]:
+    notes = []
+    for row in group.rows:
+        if row.unequal_work:
+            notes.append(f"{row.target}: {row.unequal_work}.")
+        for run in row.failed_runs:
+            notes.append(f"{row.target}: run {run.result['label']} failed ({run.failure}).")
+    return notes
+
+
+def _groups_html(board: Board) -> list[str]:
+    out = []
+    for i, group in enumerate(board.groups, start=1):
+        table_id = "leaderboard" if i == 1 else f"leaderboard-{i}"
+        out.append(f"<h2>{escape(group.kind.capitalize())} workload {i}</h2>")
+        out.append(f'<p class="sub">{escape(group.description)}</p>')
+        out += [f'<p class="note">{escape(n)}</p>' for n in _group_notes(group)]
+        out += _table_html(group.rows, table_id)
+    return out
+
+
+def _certified_only_html(board: Board) -> list[str]:
+    if not board.certified_only:
+        return []
+    out = ["<h2>Certified, no latency run</h2>"]
+    return out + _table_html(board.certified_only, "certified-only")
+
+
+def _plots_html(board: Board) -> list[str]:
+    out = []
+    for i, group in enumerate(board.groups, start=1):
+        ranked = [r for r in group.rows if r.ttft_p50 is not None]
+        if not ranked:
+            continue
         bars = [
             Bar(
                 r.target,
@@ -338,12 +234,18 @@ def render_html(rows: Sequence[Row], runs: Sequence[Run], *, title: str) -> str:
             if r.ttft_p50 is not None
         ]
         series = [Series(r.target, _cdf_points(r.ttft)) for r in ranked if r.ttft is not None]
-        out.append('<section class="plots"><h2>Plots</h2>')
-        out.append(bar_chart(bars, title="TTFT p50 (ws), whiskers: min–max across runs"))
-        out.append(cdf_chart(series, title="TTFT distribution (ws), all runs merged"))
-        out.append("</section>")
+        suffix = "" if len(board.groups) == 1 else f", workload {i}"
+        out.append(
+            bar_chart(bars, title=f"TTFT p50 ({RANK_MODE}{suffix}), whiskers: min–max across runs")
+        )
+        out.append(
+            cdf_chart(series, title=f"TTFT distribution ({RANK_MODE}{suffix}), all runs merged")
+        )
+    return ['<section class="plots"><h2>Plots</h2>', *out, "</section>"] if out else []
 
-    out.append("<h2>Runs</h2>")
+
+def _runs_html(runs: Sequence[Run]) -> list[str]:
+    out = ["<h2>Runs</h2>"]
     for run in runs:
         r = run.result
         env = {
@@ -354,39 +256,88 @@ def render_html(rows: Sequence[Row], runs: Sequence[Run], *, title: str) -> str:
             "harness": r["harness"],
             "machine": r["machine"],
         }
-        if r["kind"] == "bench":
-            env["time_scale"] = r["bench"]["time_scale"]
+        failed = (
+            f" · <span class=failed>FAILED: {escape(run.failure)}</span>" if run.failure else ""
+        )
         out.append(
             f'<div class="run" id="{escape(run.anchor)}"><details><summary>'
-            f"{escape(r['target']['name'])} — "
-            f"{escape(r['kind'])} <b>{escape(r['label'])}</b> ({escape(r['started_at'])}) · "
+            f"{escape(run.identity)} — "
+            f"{escape(run.kind)} <b>{escape(r['label'])}</b> ({escape(r['started_at'])}){failed} · "
             f'<a href="results/{escape(run.copy_name)}">raw JSON</a></summary>'
             f"<h4>Environment</h4><pre>{escape(json.dumps(env, indent=2))}</pre>"
             f"<h4>Config</h4><pre>{escape(json.dumps(r['config'], indent=2))}</pre></details></div>"
         )
-    return html_page(title=title, css=_CSS, body=out)
+    return out
+
+
+def _intro_html(title: str, runs: Sequence[Run]) -> list[str]:
+    out = [
+        f"<h1>{escape(title)}</h1>",
+        '<p class="sub">One table per workload (kind, rollouts or request shape, profile, model, '
+        "modes, concurrency): rows are compared within a table only. Ranked by time to first "
+        f"token, median, in <code>{RANK_MODE}</code> mode. Values in parentheses are the "
+        "min–max across repeat runs; the speedup is the median per-rollout end-to-end ratio "
+        f"{SPEEDUP_BASELINE}/{RANK_MODE} with a bootstrap 95% interval (from 5 pairs on), shown "
+        "as <i>unequal work</i> when the ws turns carried far less input than the http ones. "
+        "Conformance is the latest certify run of the same implementation: MUST and SHOULD cases "
+        "passed of those run (not-applicable cases left out). Failed runs are marked, not "
+        "counted.</p>",
+    ]
+    out += [f'<p class="note">{escape(n)}</p>' for n in _environment_notes(runs)]
+    return out
+
+
+def render_html(board: Board, runs: Sequence[Run], *, title: str) -> str:
+    body = _intro_html(title, runs)
+    if any(r.ttft_legacy for r in board.rows):
+        body.append(
+            '<p class="note">† only schema-v1 results: their TTFT is the time to the first '
+            "output event (an item announcement counts), not to the first token.</p>"
+        )
+    # each section its own function, in page order
+    for section in (_groups_html(board), _certified_only_html(board), _plots_html(board)):
+        body += section
+    body += _runs_html(runs)
+    return html_page(title=title, css=_CSS, body=body)
 
 
 def _cdf_points(hist: LatencyHistogram | None) -> list[tuple[float, float]]:
     return hist.cdf_ms() if hist is not None else []
 
 
-def render_markdown(rows: Sequence[Row], runs: Sequence[Run], *, title: str) -> str:
-    lines = [f"# {title}", "", f"Ranked by TTFT p50 in `{RANK_MODE}` mode.", ""]
-    lines += [f"> {n}" for n in _environment_notes(runs)]
-    lines.append("| " + " | ".join((*_COLUMNS, "Raw")) + " |")
-    lines.append("|" + "---|" * (len(_COLUMNS) + 1))
+# -- Markdown ------------------------------------------------------------------------------------
+def _markdown_table(rows: Sequence[Row]) -> list[str]:
+    lines = ["| " + " | ".join((*_COLUMNS, "Raw")) + " |", "|" + "---|" * (len(_COLUMNS) + 1)]
     for row in rows:
         cells = [c.replace("|", "\\|") for c in _cells(row)]
         raw = ", ".join(
-            f"[{r.result['kind']} {r.result['label']}](results/{r.copy_name})"
-            for r in [*row.bench_runs, *row.certify_runs]
+            f"[{r.kind} {r.result['label']}{' (failed)' if r.failure else ''}]"
+            f"(results/{r.copy_name})"
+            for r in [*row.bench_runs, *row.failed_runs, *row.certify_runs]
         )
         lines.append("| " + " | ".join([*cells, raw.replace("|", "\\|")]) + " |")
+    return lines
+
+
+def render_markdown(board: Board, runs: Sequence[Run], *, title: str) -> str:
+    lines = [
+        f"# {title}",
+        "",
+        f"One table per workload; ranked by TTFT p50 in `{RANK_MODE}` mode within each.",
+        "",
+    ]
+    lines += [f"> {n}" for n in _environment_notes(runs)]
+    for i, group in enumerate(board.groups, start=1):
+        lines += ["", f"## {group.kind.capitalize()} workload {i}", "", group.description, ""]
+        lines += [f"> {n}" for n in _group_notes(group)]
+        lines += _markdown_table(group.rows)
+    if board.certified_only:
+        lines += ["", "## Certified, no latency run", ""]
+        lines += _markdown_table(board.certified_only)
     return "\n".join(lines) + "\n"
 
 
-# -- writing -----------------------------------------------------------------------------------
+# -- writing -------------------------------------------------------------------------------------
 def load_runs(paths: Iterable[str | Path]) -> list[Run]:
     runs = []
     for path in collect_inputs(paths):
@@ -396,8 +347,7 @@ def load_runs(paths: Iterable[str | Path]) -> list[Run]:
     for i, run in enumerate(runs, start=1):
         r = run.result
         base = (
-            f"{r['kind']}-{slug(r['target']['name'])}-{timestamp_slug(r['started_at'])}-"
-            f"{slug(r['label'])}"
+            f"{r['kind']}-{slug(run.identity)}-{timestamp_slug(r['started_at'])}-{slug(r['label'])}"
         )
         name, n = f"{base}.json", 1
         while name in used:
@@ -416,11 +366,11 @@ def write_board(
     runs = load_runs(paths)
     if not runs:
         raise ResultsSchemaError("no results files given")
-    rows = build_rows(runs)
+    board = build_board(runs)
     out = Path(out_dir)
     (out / "results").mkdir(parents=True, exist_ok=True)
     for run in runs:
         shutil.copyfile(run.source, out / "results" / run.copy_name)
-    (out / "index.html").write_text(render_html(rows, runs, title=title), encoding="utf-8")
-    (out / "leaderboard.md").write_text(render_markdown(rows, runs, title=title), encoding="utf-8")
-    return rows
+    (out / "index.html").write_text(render_html(board, runs, title=title), encoding="utf-8")
+    (out / "leaderboard.md").write_text(render_markdown(board, runs, title=title), encoding="utf-8")
+    return board.rows

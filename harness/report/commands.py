@@ -13,6 +13,7 @@ from harness.report import board, gate
 from harness.report.gate_text import render_markdown, render_text
 from harness.results.schema import ResultsSchemaError, dumps_result, load_result, ttft_definition
 from harness.results.store import list_results
+from harness.results.workload import describe_workload, latency_payload
 from harness.usage import usage_error
 
 GATE, BOARD = "wsmode gate", "wsmode board"  # the commands their usage errors name
@@ -177,11 +178,12 @@ def render_summary(result: Mapping[str, Any]) -> str:
         f"  harness: wsmode {result['harness']['version']} ({result['harness']['commit'][:12]})",
         f"  machine: {m['cpu_model']}, {m['cores']} cores, {m['python']}, {m['os']}",
         f"  config:  {json.dumps(result['config'], sort_keys=True)}",
-        *([f"  ttft:    {ttft_definition(result)}"] if result["kind"] == "bench" else []),
+        *([f"  ttft:    {ttft_definition(result)}"] if result["kind"] != "certify" else []),
+        *([f"  workload: {describe_workload(result)}"] if result["kind"] != "certify" else []),
         "",
     ]
-    if result["kind"] == "bench":
-        bench = result["bench"]
+    if result["kind"] != "certify":
+        bench = latency_payload(result)
         lines.append(f"time_scale {bench['time_scale']}")
         lines.append(f"{'mode':<14}{'metric':<16}{'count':>8}{'p50':>11}{'p90':>11}{'p99':>11}")
         for mode, entry in bench["modes"].items():

@@ -15,8 +15,13 @@ Metrics (latency: higher is worse; speedup: lower is worse):
 Certify results: any MUST case that PASSes in the baseline but does not PASS in the current run
 (or is missing from it) is a regression; with `--strict`, SHOULD cases too.
 
-Exit codes: 0 no regression, 1 regression, 2 bad input (unreadable file, mismatched kinds,
-invalid thresholds file).
+Load results (`wsmode load`) gate like bench results, against load results only. The gate
+refuses to compare unlike things: two kinds (a bench with a load, either with a certify), or two
+latency results of different workloads (the rollouts or request shape, profile, model, modes,
+concurrency: `harness.results.workload`), with a one-line message and exit 2.
+
+Exit codes: 0 no regression, 1 regression, 2 bad input (unreadable file, unlike kinds or
+workloads, invalid thresholds file).
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ from typing import Any
 from harness.errors import WsmodeError
 from harness.report.gate_report import CaseFinding, GateReport, MetricFinding
 from harness.results import stats
-from harness.results.schema import ttft_definition
+from harness.results.schema import LATENCY_KINDS, ttft_definition
+from harness.results.workload import latency_kind, latency_payload, workload_differences
 
 LATENCY_METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "turn_e2e_ms", "rollout_e2e_ms")
 GATE_METRICS = (*LATENCY_METRICS, "speedup", "error_rate")
@@ -276,7 +282,7 @@ def compare_samples(
 def gate_bench(
     baseline: Mapping[str, Any], current: Mapping[str, Any], config: GateConfig
 ) -> list[MetricFinding]:
-    b, c = baseline["bench"], current["bench"]
+    b, c = latency_payload(baseline), latency_payload(current)
     findings: list[MetricFinding] = []
     definitions = (ttft_definition(baseline), ttft_definition(current))
     modes = list(dict.fromkeys([*b["modes"], *c["modes"]]))
@@ -376,12 +382,9 @@ def run_gate(
     strict: bool = False,
 ) -> GateReport:
     config = config or GateConfig()
-    if baseline["kind"] != current["kind"]:
-        raise GateInputError(
-            f"cannot compare a {baseline['kind']} baseline with a {current['kind']} result"
-        )
+    check_comparable(baseline, current)
     report = GateReport(
-        kind=baseline["kind"],
+        kind=latency_kind(baseline),
         baseline_label=_describe(baseline),
         current_label=_describe(current),
         require_samples=require_samples,
@@ -397,16 +400,28 @@ def run_gate(
         )
     if baseline["machine"].get("cpu_model") != current["machine"].get("cpu_model"):
         report.notes.append("the runs were measured on different CPUs")
-    if report.kind == "bench":
-        if baseline["bench"]["time_scale"] != current["bench"]["time_scale"]:
-            report.notes.append(
-                f"time_scale differs: {baseline['bench']['time_scale']} vs "
-                f"{current['bench']['time_scale']}"
-            )
+    if report.kind in LATENCY_KINDS:
         report.metrics = gate_bench(baseline, current, config)
     else:
         report.cases = gate_certify(baseline, current, strict=strict)
     return report
+
+
+def check_comparable(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> None:
+    """Raise GateInputError (one line) unless the two results are of one kind and workload."""
+    kinds = latency_kind(baseline), latency_kind(current)
+    if kinds[0] != kinds[1]:
+        raise GateInputError(
+            f"cannot compare a {kinds[0]} baseline with a {kinds[1]} result: the gate compares "
+            "like with like (bench with bench, load with load, certify with certify)"
+        )
+    if kinds[0] in LATENCY_KINDS:
+        differences = workload_differences(baseline, current)
+        if differences:
+            raise GateInputError(
+                f"cannot compare two {kinds[0]} results of different workloads: "
+                + "; ".join(differences)
+            )
 
 
 def _describe(result: Mapping[str, Any]) -> str:

@@ -105,7 +105,7 @@ def _verdict_line(report: GateReport) -> str:
 
 def _table(report: GateReport) -> tuple[Sequence[str], list[list[str]]]:
     """The header and rows both renderings show: metrics for a bench, cases for certify."""
-    if report.kind == "bench":
+    if report.kind in ("bench", "load"):
         return _METRIC_HEADER, _metric_rows(report)
     return _CASE_HEADER, _case_rows(report)
 
@@ -161,7 +161,7 @@ def render_markdown(report: GateReport) -> str:
     if report.notes:
         lines.append("")
     lines.append(f"**{_verdict_line(report)}**")
-    if report.kind == "bench":
+    if report.kind in ("bench", "load"):
         lines += [
             "",
             "A regression is called only when the whole bootstrap 95% interval of the change lies "

@@ -50,6 +50,19 @@ from typing import Any
 from harness.results import stats
 
 DEFAULT_RESAMPLES = 2000
+#: no interval from fewer pairs: a bootstrap of 2-4 values only restates them (`[1.026, 1.026]`
+#: from two pairs), which reads as certainty it is not
+MIN_INTERVAL_PAIRS = 5
+
+
+def interval_note(pairs: int) -> str | None:
+    """Why a comparison of `pairs` pairs carries no interval; None when it can carry one."""
+    if pairs >= MIN_INTERVAL_PAIRS:
+        return None
+    noun = "pair" if pairs == 1 else "pairs"
+    return f"{pairs} {noun}: too few for an interval (needs {MIN_INTERVAL_PAIRS})"
+
+
 LADDER = ("http", "http-chained", "ws-nocache", "ws")
 SPLIT_TERMS = (
     ("input size", "http", "http-chained"),
@@ -85,9 +98,12 @@ def ratios(pairs: Sequence[tuple[str, float, float]]) -> list[float]:
 def median_ci(
     values: Sequence[float], *, seed: int = 0, resamples: int = DEFAULT_RESAMPLES
 ) -> tuple[float | None, list[float] | None]:
-    """(median, [low, high] 95 % bootstrap interval); (None, None) for no values."""
+    """(median, [low, high] 95 % bootstrap interval); (None, None) for no values, and no
+    interval from fewer than MIN_INTERVAL_PAIRS values."""
     if not values:
         return None, None
+    if len(values) < MIN_INTERVAL_PAIRS:
+        return stats.median(values), None
     point, low, high = stats.bootstrap_percentile_ci(values, 50.0, resamples=resamples, seed=seed)
     return point, [low, high]
 
@@ -143,6 +159,7 @@ class Comparison:
             "ttft_p50_baseline_ms": stats.round_or_none(self.ttft_p50_baseline_ms, 3),
             "ttft_p50_ms": stats.round_or_none(self.ttft_p50_ms, 3),
             "ttft_improvement_ci95_pct": _rl(self.ttft_improvement_ci95_pct, 2),
+            "interval_note": interval_note(self.pairs),
         }
 
 
@@ -170,7 +187,9 @@ def compare(
     base_by_rollout = _ok_values_by_rollout(samples, baseline, "ttft_ms")
     cur_by_rollout = _ok_values_by_rollout(samples, mode, "ttft_ms")
     both = sorted(base_by_rollout.keys() & cur_by_rollout.keys())
-    if both and base_p50:
+    if base_p50 and cur_p50 is not None and len(both) < MIN_INTERVAL_PAIRS:
+        improvement = 100.0 * (1.0 - cur_p50 / base_p50)  # a point, no interval
+    elif both and base_p50:
         change, low, high = stats.cluster_bootstrap_relative_change(
             [base_by_rollout[r] for r in both],
             [cur_by_rollout[r] for r in both],

@@ -1,7 +1,7 @@
 """The versioned results file: `{"schema": "wsmode-results", "schema_version": 2, ...}`.
 
-One JSON object per run of `wsmode bench` or `wsmode certify`, always carrying who measured what
-on which machine (see results/README.md for the field-by-field description and
+One JSON object per run of `wsmode bench`, `wsmode load` or `wsmode certify`, always carrying
+who measured what on which machine (see results/README.md for the field-by-field description and
 `results_schema.json` beside this module for the same layout as a JSON Schema document).
 
 `validate_result` is a hand-written structural check (no jsonschema dependency): the first problem
@@ -12,6 +12,10 @@ Version 2 changed what `ttft_ms` means (time to the first content token, not to 
 event: `harness.protocol.timing_marks`) and added `ttfe_ms` for the old mark; a bench payload
 names its definition in `bench.ttft_definition`. Version 1 files are still read: `parse_result`
 labels them with the definition they used (`first-output-event`), so every reader can tell.
+
+Kind `load` (a `wsmode load` run) carries the bench payload's layout under `load` (modes,
+samples, comparisons) plus `load.throughput`; both latency kinds may carry a `workload` identity
+(`harness.results.workload`), which gate and board compare.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ READABLE_VERSIONS = (1, 2)  # v1: ttft_ms was the first output event (labelled w
 TTFT_DEFINITIONS = {1: LEGACY_TTFT_DEFINITION, 2: TTFT_DEFINITION}
 SCHEMA_JSON_PATH = Path(__file__).with_name("results_schema.json")
 
-KINDS = ("bench", "certify")
+KINDS = ("bench", "load", "certify")
+LATENCY_KINDS = ("bench", "load")  # kinds whose payload has modes, samples and comparisons
 KNOWN_MODES = ("ws", "http", "http-chained")
 VERDICTS = (
     "PASS",
@@ -75,6 +80,8 @@ def parse_time(value: str) -> dt.datetime:
 
 
 def empty_payload(kind: str) -> dict[str, Any]:
+    if kind == "load":
+        return {**empty_payload("bench"), "time_scale": 0.0, "throughput": {}}
     if kind == "bench":
         return {
             "time_scale": 1.0,
@@ -102,6 +109,7 @@ def new_result(
 
     The caller fills the `kind` payload (`result["bench"]` / `result["certify"]`) and then calls
     `finish_result`, which stamps `ended_at` (and the certify summary) and validates.
+    A latency kind's writer adds `workload` (harness.results.workload).
     """
     payload = empty_payload(kind)
     if "name" not in target or "url" not in target:
@@ -114,6 +122,7 @@ def new_result(
         "harness": harness_info(),
         "machine": machine_info(),
         "target": {
+            **target,
             "url": target["url"],
             "name": target["name"],
             "version": target.get("version"),
@@ -184,14 +193,16 @@ def parse_result(text: str, source: str = "<result>") -> dict[str, Any]:
     except ResultsSchemaError as exc:
         raise ResultsSchemaError(f"{source}: {exc}") from exc
     result: dict[str, Any] = obj
-    if result["kind"] == "bench":
-        result["bench"].setdefault("ttft_definition", TTFT_DEFINITIONS[result["schema_version"]])
+    if result["kind"] in LATENCY_KINDS:
+        result[result["kind"]].setdefault(
+            "ttft_definition", TTFT_DEFINITIONS[result["schema_version"]]
+        )
     return result
 
 
 def ttft_definition(result: Mapping[str, Any]) -> str:
-    """Which TTFT mark a bench result's `ttft_ms` used (`timing_marks`), old files included."""
-    bench = result.get("bench")
+    """Which TTFT mark a latency result's `ttft_ms` used (`timing_marks`), old files included."""
+    bench = result.get(str(result.get("kind")))
     label = bench.get("ttft_definition") if isinstance(bench, Mapping) else None
     if isinstance(label, str):
         return label
@@ -381,29 +392,46 @@ def validate_result(obj: Any) -> None:
     if ended < started:
         raise _fail("ended_at", "is before started_at")
 
-    other = "certify" if kind == "bench" else "bench"
-    if other in top:
-        raise _fail(other, f"a {kind} result must not carry a {other!r} payload")
+    for other in KINDS:
+        if other != kind and other in top:
+            raise _fail(other, f"a {kind} result must not carry a {other!r} payload")
     payload = _obj(_get(top, kind, ""), kind)
     _PAYLOAD_CHECKS[kind](payload)
-    if kind == "bench":
-        _check_ttft_definition(payload, version)
+    if kind in LATENCY_KINDS:
+        _check_ttft_definition(payload, version, kind)
+        if "workload" in top:
+            _obj(top["workload"], "workload")
+    elif "workload" in top:
+        raise _fail("workload", f"a {kind} result carries no workload")
 
 
-def _check_ttft_definition(bench: Mapping[str, Any], version: int) -> None:
+def _check_ttft_definition(bench: Mapping[str, Any], version: int, kind: str) -> None:
     """v2 names its TTFT mark; a v1 file may carry only the label a reader gave it."""
     known = (TTFT_DEFINITION, LEGACY_TTFT_DEFINITION)
     if version >= 2 or "ttft_definition" in bench:
-        label = _str(bench, "ttft_definition", "bench")
+        label = _str(bench, "ttft_definition", kind)
         if label not in known:
-            raise _fail("bench.ttft_definition", f"must be one of {', '.join(known)}")
+            raise _fail(f"{kind}.ttft_definition", f"must be one of {', '.join(known)}")
 
 
-def _validate_bench(bench: dict[str, Any]) -> None:
-    _num(bench, "time_scale", "bench", minimum=0.0)
-    modes = _obj(_get(bench, "modes", "bench"), "bench.modes")
+def _validate_load(load: dict[str, Any]) -> None:
+    """A load payload: the bench layout, plus the throughput figures of each mode."""
+    _validate_bench(load, "load")
+    throughput = _obj(_get(load, "throughput", "load"), "load.throughput")
+    for name, entry in throughput.items():
+        path = f"load.throughput.{name}"
+        _mode_name(name, path)
+        entry = _obj(entry, path)
+        _int(entry, "requests_ok", path)
+        _int(entry, "requests_failed", path)
+        _num(entry, "requests_per_s", path, minimum=0.0)
+
+
+def _validate_bench(bench: dict[str, Any], where: str = "bench") -> None:
+    _num(bench, "time_scale", where, minimum=0.0)
+    modes = _obj(_get(bench, "modes", where), f"{where}.modes")
     for name, mode in modes.items():
-        path = f"bench.modes.{name}"
+        path = f"{where}.modes.{name}"
         _mode_name(name, path)
         mode = _obj(mode, path)
         histograms = _obj(_get(mode, "histograms", path), f"{path}.histograms")
@@ -420,8 +448,8 @@ def _validate_bench(bench: dict[str, Any]) -> None:
                 _num(entry, field, f"{path}.summary.{metric}")
         _int(mode, "failures", path)
 
-    for i, sample in enumerate(_list(bench, "samples", "bench")):
-        path = f"bench.samples[{i}]"
+    for i, sample in enumerate(_list(bench, "samples", where)):
+        path = f"{where}.samples[{i}]"
         sample = _obj(sample, path)
         _str(sample, "rollout_id", path, nonempty=True)
         _mode_name(_get(sample, "mode", path), f"{path}.mode")
@@ -437,8 +465,8 @@ def _validate_bench(bench: dict[str, Any]) -> None:
         if not ok and error is None:
             raise _fail(f"{path}.error", "a failed turn (ok=false) must say why")
 
-    for i, rollout in enumerate(_list(bench, "rollouts", "bench")):
-        path = f"bench.rollouts[{i}]"
+    for i, rollout in enumerate(_list(bench, "rollouts", where)):
+        path = f"{where}.rollouts[{i}]"
         rollout = _obj(rollout, path)
         _str(rollout, "rollout_id", path, nonempty=True)
         _mode_name(_get(rollout, "mode", path), f"{path}.mode")
@@ -447,8 +475,8 @@ def _validate_bench(bench: dict[str, Any]) -> None:
         _int(rollout, "turns", path)
         _bool(rollout, "ok", path)
 
-    for i, comp in enumerate(_list(bench, "comparisons", "bench")):
-        path = f"bench.comparisons[{i}]"
+    for i, comp in enumerate(_list(bench, "comparisons", where)):
+        path = f"{where}.comparisons[{i}]"
         comp = _obj(comp, path)
         _mode_name(_get(comp, "baseline_mode", path), f"{path}.baseline_mode")
         _mode_name(_get(comp, "mode", path), f"{path}.mode")
@@ -524,5 +552,6 @@ def _validate_certify(certify: dict[str, Any]) -> None:
 
 _PAYLOAD_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "bench": _validate_bench,
+    "load": _validate_load,
     "certify": _validate_certify,
 }

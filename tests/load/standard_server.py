@@ -10,6 +10,13 @@ without deltas, and a delay between announcing the item and its first token. It 
 it wrote each response's first content-carrying event (`perf_counter_ns`, the clock the client
 stamps with), so a test can check the client's TTFT mark against what was actually sent.
 
+`usage.input_tokens` counts the words of the conversation the response answers: the chain
+behind `previous_response_id` (its inputs and outputs) plus the new items, or the whole input
+resent over stateless HTTP, so both ways of sending one conversation report the same count.
+`Behaviour(drop_ws_context=True)` makes a target that drops context: its WebSocket
+continuations answer the new items alone (as vLLM's WebSocket-mode pull request did), so they
+report, and do, far less work than the same turn over HTTP.
+
 Runs on its own event loop in a thread (`with StandardServer(...) as server:`), so client
 processes and the test's own loop can use it alike.
 """
@@ -46,12 +53,25 @@ CREATE_FIELDS = frozenset(
 MESSAGE_FIELDS = frozenset({"type", "role", "content", "id", "status"})
 
 
+def words(items: Any) -> int:
+    """Words of the text in `items` (message contents, strings or parts): the token count."""
+    count = 0
+    for item in items if isinstance(items, list) else [{"content": items}]:
+        content = item.get("content") if isinstance(item, dict) else None
+        parts = content if isinstance(content, list) else [content]
+        for part in parts:
+            text = part.get("text") if isinstance(part, dict) else part
+            count += len(text.split()) if isinstance(text, str) else 0
+    return count
+
+
 @dataclass(frozen=True)
 class Behaviour:
     kind: str = "message"  # or "function_call"
     tokens: int = 16  # generated when max_output_tokens allows
     deltas: bool = True  # False: every item arrives whole in its *.done events
     announce_delay_s: float = 0.0  # output_item.added → first token
+    drop_ws_context: bool = False  # WS continuations ignore the conversation behind them
 
 
 @dataclass
@@ -67,6 +87,7 @@ class StandardServer:
         self.behaviour = behaviour or Behaviour()
         self.record = Record()
         self.stored: set[str] = set()
+        self.context: dict[str, int] = {}  # response id -> words of its conversation so far
         self._ids = itertools.count(1)
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -136,9 +157,15 @@ class StandardServer:
         self.record.rejected.append(param)
         return invalid_request(message, param=param, code="unknown_parameter")
 
-    def events(self, body: dict[str, Any]) -> Iterator[tuple[float, dict[str, Any]]]:
+    def events(
+        self, body: dict[str, Any], *, over_ws: bool = False
+    ) -> Iterator[tuple[float, dict[str, Any]]]:
         """(delay before it in s, event) for one response to `body`."""
         b = self.behaviour
+        previous = body.get("previous_response_id")
+        dropped = over_ws and b.drop_ws_context
+        context = 0 if dropped or previous is None else self.context.get(str(previous), 0)
+        input_tokens = context + words(body.get("input"))
         limit = body.get("max_output_tokens")
         tokens = min(b.tokens, limit) if isinstance(limit, int) else b.tokens
         response = response_object(f"resp_{next(self._ids)}", body["model"], created_at=0)
@@ -163,12 +190,13 @@ class StandardServer:
             yield pause, event
             pause = 0.0
         usage = {
-            "input_tokens": 1,
+            "input_tokens": input_tokens,
             "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": tokens,
             "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": tokens + 1,
+            "total_tokens": tokens + input_tokens,
         }
+        self.context[emitter.response_id] = input_tokens + tokens
         if tokens < b.tokens:
             for event in emitter.incomplete("max_output_tokens", usage):
                 yield 0.0, event
@@ -177,11 +205,11 @@ class StandardServer:
         if body.get("store"):
             self.stored.add(emitter.response_id)
 
-    async def _stream(self, body: dict[str, Any], send: Any) -> str:
+    async def _stream(self, body: dict[str, Any], send: Any, *, over_ws: bool = False) -> str:
         """Send the response's events through `send(event)`; returns the response id."""
         response_id = ""
         content_sent = False
-        for delay_s, event in self.events(body):
+        for delay_s, event in self.events(body, over_ws=over_ws):
             if delay_s:
                 await asyncio.sleep(delay_s)
             if event["type"] == "response.output_item.added":
@@ -211,7 +239,7 @@ class StandardServer:
             async def send(event: dict[str, Any]) -> None:
                 await connection.send(json.dumps(event))
 
-            last = {await self._stream(body, send)}
+            last = {await self._stream(body, send, over_ws=True)}
 
     # -- HTTP/SSE --------------------------------------------------------------------------
     async def _http_connection(

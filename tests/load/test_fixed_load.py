@@ -176,10 +176,10 @@ def test_wsmode_load_against_the_reference_server(tmp_path: Path, capsys: Any) -
     assert cli_main([*argv, "--input-tokens", "32", "--output-tokens", "8"]) == 0
     out = capsys.readouterr().out
     assert "TTFT p50" in out and "req/s" in out
-    (path,) = tmp_path.glob("bench/reference/*.json")
+    (path,) = tmp_path.glob("load/reference/*.json")
     result = load_result(path)
-    assert result["bench"]["ttft_definition"] == "first-content-token"
+    assert result["kind"] == "load" and result["load"]["ttft_definition"] == "first-content-token"
     for mode in ("ws", "http-chained"):
-        assert result["bench"]["modes"][mode]["summary"]["ttft_ms"]["count"] == 6
-        assert result["bench"]["load"][mode]["requests_ok"] == 6
+        assert result["load"]["modes"][mode]["summary"]["ttft_ms"]["count"] == 6
+        assert result["load"]["throughput"][mode]["requests_ok"] == 6
     assert cli_main(["gate", "--baseline", str(path), "--current", str(path)]) == 0

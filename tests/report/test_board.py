@@ -111,7 +111,8 @@ def test_board_writes_html_markdown_and_raw_copies(results_root: Path, tmp_path:
     assert "<script" not in html and "http://" not in html.replace(
         'xmlns="http://www.w3.org/2000/svg"', ""
     )
-    assert md.index("| 1 | vendor-b |") < md.index("| 2 | reference |") < md.index("| 3 | vendor-c")
+    first, second = md.index("| 1 | vendor-b (1.0) |"), md.index("| 2 | reference (1.0) |")
+    assert first < second < md.index("| 3 | vendor-c (1.0)")
     assert "MUST 2/3 · SHOULD 1/2" in md
     copies = sorted((out / "results").glob("*.json"))
     assert len(copies) == 9
@@ -178,11 +179,12 @@ def _chromium() -> str:
     return exe
 
 
-def _dump_dom(exe: str, page: Path, profile: Path) -> str:
+def _dump_dom(exe: str, page: Path, profile: Path, window: str | None = None) -> str:
     proc = subprocess.run(
         [
             exe,
             "--headless",
+            *([f"--window-size={window}"] if window else []),
             "--no-sandbox",
             "--disable-gpu",
             "--disable-quic",
@@ -212,26 +214,26 @@ def test_leaderboard_in_headless_chromium(results_root: Path, tmp_path: Path) ->
     reader = _TableReader()
     reader.feed(dom)
     header, *body = reader.rows
-    assert header[:9] == [
+    assert header[:10] == [
         "Rank",
         "Implementation",
         "TTFT p50",
         "TTFT p99",
         "ITL p50",
+        "Turn e2e p50",
         "Rollout e2e p50",
         "WS speedup (95% CI)",
         "Conformance",
         "Runs",
     ]
     col = {name: i for i, name in enumerate(header)}
-    # ranking order, as displayed
+    # ranking order, as displayed (vendor-d, certified only, has a table of its own)
     assert [(r[col["Rank"]], r[col["Implementation"]]) for r in body] == [
-        ("1", "vendor-b"),
-        ("2", "reference"),
-        ("3", "vendor-c"),
-        ("—", "vendor-d"),
+        ("1", "vendor-b (1.0)"),
+        ("2", "reference (1.0)"),
+        ("3", "vendor-c (1.0)"),
     ]
-    by_name = {r[col["Implementation"]]: r for r in body}
+    by_name = {r[col["Implementation"]].split(" ")[0]: r for r in body}
     ref_row = next(r for r in rows if r.target == "reference")
     assert ref_row.ttft_p50 is not None and ref_row.ttft_p99 is not None
     # numbers: the merged-histogram value, then the min–max spread over the three runs
@@ -252,8 +254,8 @@ def test_leaderboard_in_headless_chromium(results_root: Path, tmp_path: Path) ->
     # the conformance score, merged from the certify results of the same target
     assert by_name["reference"][col["Conformance"]] == "MUST 3/3 · SHOULD 1/2 run"
     assert by_name["vendor-b"][col["Conformance"]] == "MUST 2/3 · SHOULD 1/2 run"
-    assert by_name["vendor-c"][col["Conformance"]] == "—"
-    assert by_name["vendor-d"][col["TTFT p50"]] == "—"
+    assert by_name["vendor-c"][col["Conformance"]] == "missing: no certify run of vendor-c"
+    assert 'id="certified-only"' in dom and 'data-target="vendor-d"' in dom
     # links to the raw files and the environment
     assert "run1 (env)" in by_name["reference"][col["Details"]]
     # the plots were rendered, naming every ranked target, bars in ranking order

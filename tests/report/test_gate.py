@@ -134,9 +134,18 @@ def test_insufficient_data_is_reported_and_fails_only_when_required(
     assert _gate(tmp_path, base, cur, "--min-samples", "5") == 0
 
 
-def test_mode_missing_from_current_is_insufficient_data(synth: Any) -> None:
+def test_a_run_of_other_modes_is_another_workload(synth: Any) -> None:
     base = synth.bench(seed=1)
     cur = synth.bench(seed=2, ttft_ms={"ws": 20.0})
+    with pytest.raises(GateInputError, match=r"different workloads: modes http,ws vs ws$"):
+        run_gate(base, cur)
+
+
+def test_a_mode_without_data_in_current_is_insufficient_data(synth: Any) -> None:
+    base = synth.bench(seed=1)
+    cur = synth.bench(seed=2)
+    cur["bench"]["samples"] = [s for s in cur["bench"]["samples"] if s["mode"] != "http"]
+    cur["bench"]["rollouts"] = [r for r in cur["bench"]["rollouts"] if r["mode"] != "http"]
     statuses = _statuses(run_gate(base, cur))
     assert statuses["http ttft_ms p50"] == "insufficient-data"
     assert statuses["ws speedup_vs_http p50"] == "insufficient-data"
@@ -341,3 +350,21 @@ def test_a_ttft_measured_with_another_definition_is_not_a_regression(
     assert "TTFT definitions differ: first-output-event vs first-content-token" in apart[0].note
     same = ttft_findings(json.loads(dumps_result(synth.bench(seed=1, rollouts=30, turns=4))))
     assert "regression" in {f.status for f in same}  # the same definition: a real regression
+
+
+def test_gate_refuses_unlike_kinds_in_one_line(synth: Any, tmp_path: Path, capsys: Any) -> None:
+    from tests.report.test_board_groups import as_load
+
+    bench = synth.bench(seed=1)
+    load = as_load(synth.bench(seed=2))
+    old_load = synth.bench(seed=3)
+    old_load["config"] = {"command": "load"}  # written as kind bench before load had a kind
+    for current in (load, old_load):
+        assert _gate(tmp_path, bench, current) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert err.startswith("wsmode gate: cannot compare a bench baseline with a load result")
+    with pytest.raises(GateInputError, match="different workloads: concurrency 8 vs 32"):
+        other = as_load(synth.bench(seed=4))
+        other["config"]["modes"]["ws"]["concurrency"] = 32
+        run_gate(load, other)

@@ -59,11 +59,13 @@ def bench(out: Path, profile: str, label: str) -> Path:
 
 
 def test_gate_passes_the_same_server_and_fails_a_slower_one(tmp_path: Path) -> None:
-    normal = write_profile(tmp_path / "normal.toml", 0.0)
-    slower = write_profile(tmp_path / "slower.toml", 40.0)
-    baseline = bench(tmp_path / "results", normal, "baseline")
-    again = bench(tmp_path / "results", normal, "again")
-    slow = bench(tmp_path / "results", slower, "slow")
+    # one profile path (the same workload), the server behind it slowed down between runs, as
+    # a code change would slow it: a different profile would be another workload (refused)
+    profile = write_profile(tmp_path / "server.toml", 0.0)
+    baseline = bench(tmp_path / "results", profile, "baseline")
+    again = bench(tmp_path / "results", profile, "again")
+    write_profile(tmp_path / "server.toml", 40.0)
+    slow = bench(tmp_path / "results", profile, "slow")
     summary = tmp_path / "summary.md"
     assert cli(["gate", "--baseline", str(baseline), "--current", str(again)]) == 0
     assert (

@@ -97,7 +97,7 @@ def _broken(result: dict[str, Any], mutate: Any) -> dict[str, Any]:
     [
         (lambda r: r.pop("machine"), r"^machine: missing"),
         (lambda r: r["target"].update(name=""), r"^target\.name: must not be empty"),
-        (lambda r: r.update(kind="soak"), r"^kind: must be one of bench, certify"),
+        (lambda r: r.update(kind="soak"), r"^kind: must be one of bench, load, certify"),
         (lambda r: r.update(started_at="2025-03-01 10:00"), r"^started_at: timestamp must be UTC"),
         (lambda r: r.update(ended_at="2025-02-01T00:00:00Z"), r"^ended_at: is before started_at"),
         (lambda r: r["bench"]["samples"][2].update(ttft_ms="12"), r"samples\[2\]\.ttft_ms"),

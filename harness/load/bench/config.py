@@ -67,7 +67,9 @@ class BenchConfig:
     target: str | None = None  # ws://... of a foreign server; None = embedded
     http_target: str | None = None
     api_key: str | None = None
-    name: str | None = None
+    name: str | None = None  # --target-name
+    target_version: str | None = None  # --target-version
+    profile_name: str | None = None  # the --target-profile's name
     profile: str = DEFAULT_PROFILE
     traces: str = DEFAULT_TRACES
     per_kind: int | None = DEFAULT_PER_KIND  # None: every rollout

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from harness.load.bench.recorded import format_recorded
 from harness.load.bench.result import CUT_ERROR, is_cut
 from harness.load.replay_results import RolloutResult
+from harness.results.work import describe_tokens
 
 
 class Progress:
@@ -81,16 +82,44 @@ TABLE_HEADER = (
 def _speedup_cells(name: str, comp: Mapping[str, Any] | None) -> tuple[str, str, str]:
     """(speedup e2e, model-side speedup, TTFT improvement) of a variant's comparison row."""
     speed = model_speed = improvement = "-"
-    if comp is not None and comp["speedup_median"] is not None:
-        ci = comp["ci95"] or [None, None]
-        speed = f"{comp['speedup_median']:.3f} [{ci[0]:.3f},{ci[1]:.3f}]"
-        mci = comp.get("model_ci95") or [None, None]
+    if comp is not None and comp.get("unequal_work"):
+        speed = model_speed = "unequal work"  # not a saving: the target did less work
+    elif comp is not None and comp["speedup_median"] is not None:
+        speed = _with_interval(comp["speedup_median"], comp["ci95"], comp)
         if comp.get("model_speedup_median") is not None:
-            model_speed = f"{comp['model_speedup_median']:.3f} [{mci[0]:.3f},{mci[1]:.3f}]"
+            model_speed = _with_interval(comp["model_speedup_median"], comp.get("model_ci95"), comp)
         improvement = _fmt(comp["ttft_improvement_pct"])
     elif name == "http" or re.fullmatch(r"http-c\d+", name):  # http-cN: a sweep level
         speed = model_speed = "(baseline)"
     return speed, model_speed, improvement
+
+
+def _with_interval(median: float, ci: Sequence[float] | None, comp: Mapping[str, Any]) -> str:
+    """`1.234 [1.100,1.400]`, or `1.234 (3 pairs)` when too few pairs give no interval."""
+    if ci:
+        return f"{median:.3f} [{ci[0]:.3f},{ci[1]:.3f}]"
+    return f"{median:.3f} ({comp.get('pairs', '?')} pairs)"
+
+
+def format_work(result: Mapping[str, Any]) -> str:
+    """Each variant's tokens (input and uncached per turn, cached share, session cache-hit
+    ratio), the intervals left out and why, then every unequal-work flag."""
+    bench = result["bench"]
+    tokens = bench.get("tokens", {})
+    width = max((len(n) for n in tokens), default=0) + 2
+    lines = [f"  {name:<{width}}{describe_tokens(t)}" for name, t in tokens.items()]
+    if lines:
+        lines.insert(0, "Tokens as the target reported them (ok turns):")
+    for comp in bench["comparisons"]:
+        if comp.get("interval_note") and comp.get("speedup_median") is not None:
+            lines.append(
+                f"no interval for {comp['mode']} vs {comp['baseline_mode']}: "
+                f"{comp['interval_note']}"
+            )
+        flag = comp.get("unequal_work")
+        if flag:
+            lines.append(f"UNEQUAL WORK: {flag['message']}")
+    return "\n".join(lines)
 
 
 def format_table(result: Mapping[str, Any]) -> str:

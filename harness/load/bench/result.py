@@ -21,6 +21,8 @@ from harness.results import compare as cmp
 from harness.results.histograms import MetricSet
 from harness.results.schema import finish_result, new_result
 from harness.results.stats import round_or_none as _r
+from harness.results.work import token_summary, unequal_work
+from harness.results.workload import bench_workload
 from harness.traces.format import Rollout
 
 # the error of a rollout cancelled at --duration-s (a suffix gives the limit)
@@ -37,6 +39,7 @@ class BenchRun:
     results: list[RolloutResult] = field(default_factory=list)
     target_name: str = "reference"
     target_url: str = ""
+    target: dict[str, Any] = field(default_factory=dict)  # results.identity; else name + url
     started_at: str = ""
     elapsed_s: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -136,11 +139,12 @@ def build_result(run: BenchRun) -> dict[str, Any]:
     result = new_result(
         "bench",
         label=config.label,
-        target={"url": run.target_url, "name": run.target_name},
+        target=run.target or {"url": run.target_url, "name": run.target_name},
         profile=config.profile if config.embedded else None,
         config=_config_section(run),
         started_at=run.started_at or None,
     )
+    result["workload"] = bench_workload(result["config"], result["profile"])
     bench = result["bench"]
     bench["time_scale"] = config.time_scale
     sets, failures = metric_sets(run.results)
@@ -149,7 +153,11 @@ def build_result(run: BenchRun) -> dict[str, Any]:
     bench["samples"] = [t.to_sample() for r in run.results for t in r.turns]
     bench["rollouts"] = [r.to_record() for r in run.results]
     analysis = analyse(bench["rollouts"], bench["samples"], names, seed=config.seed)
-    bench["comparisons"] = [c.to_dict() for c in analysis["comparisons"]]
+    bench["comparisons"] = [
+        {**c.to_dict(), "unequal_work": unequal_work(bench["samples"], c.baseline_mode, c.mode)}
+        for c in analysis["comparisons"]
+    ]
+    bench["tokens"] = {name: token_summary(bench["samples"], name) for name in names}
     bench["analysis"] = _analysis_section(analysis)
     bench["analysis"]["recorded_vs_replayed"] = recorded_vs_replayed(
         run.rollouts, bench["samples"], names

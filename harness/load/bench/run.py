@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import re
 import sys
 import time
 from collections import Counter
@@ -33,7 +32,13 @@ from harness.load.bench.config import (
     replayed_rollouts,
     select_rollouts,
 )
-from harness.load.bench.console import Progress, format_analysis, format_failures, format_table
+from harness.load.bench.console import (
+    Progress,
+    format_analysis,
+    format_failures,
+    format_table,
+    format_work,
+)
 from harness.load.bench.embedded_server import EmbeddedServer
 from harness.load.bench.result import CUT_ERROR, BenchRun, build_result
 from harness.load.bench.variants import (
@@ -56,8 +61,10 @@ from harness.load.schedule import (
     open_loop,
     run_with_spawns,
 )
+from harness.load.target_identity import server_headers
+from harness.results.identity import resolve_identity
 from harness.results.schema import utc_now_iso
-from harness.results.store import slug, write_result
+from harness.results.store import write_result
 from harness.traces.format import Rollout, load_traces
 from harness.usage import usage_error
 
@@ -447,18 +454,38 @@ def _replay(config: BenchConfig, rollouts: list[Rollout], words: RunWords, err: 
         if config.embedded:
             err.write(f"starting the embedded reference server (profile {config.profile}) ...\n")
             servers = stack.enter_context(embedded_servers(config))
-            target_name, target_url = "reference", servers[MAIN_SERVER].ws_url
+            target_url = servers[MAIN_SERVER].ws_url
         else:
             target_url = config.target or config.http_target or ""
-            target_name = config.name or slug(re.sub(r"^\w+://", "", target_url))
+        target = resolve_identity(
+            url=target_url,
+            name=config.name,
+            version=config.target_version,
+            profile_name=config.profile_name,
+            embedded=config.embedded,
+            headers=server_headers(
+                target_url if target_url.startswith("ws") else None, config.api_key
+            ),
+        )
         variants = build_variants(config, servers)
-        run = BenchRun(config, variants, rollouts, target_name=target_name, target_url=target_url)
+        run = BenchRun(
+            config,
+            variants,
+            rollouts,
+            target_name=target["name"],
+            target_url=target_url,
+            target=target,
+        )
         run.started_at = started_at
         run.notes.extend(words.notes(config))
         with load_gc():
             asyncio.run(_warm_up_and_replay(run, err))
     run.elapsed_s = time.monotonic() - t0
     return run
+
+
+def _ws_only(url: str) -> str | None:
+    return url if url.startswith("ws") else None
 
 
 def _print_summary(out: TextIO, run: BenchRun, result: Mapping[str, Any], words: RunWords) -> None:
@@ -469,6 +496,9 @@ def _print_summary(out: TextIO, run: BenchRun, result: Mapping[str, Any], words:
         f"{profile}; {run.elapsed_s:.0f} s\n\n"
     )
     out.write(format_table(result) + "\n")
+    work = format_work(result)
+    if work:
+        out.write("\n" + work + "\n")
     failures = format_failures(result)
     if failures:
         out.write("\n" + failures + "\n")
