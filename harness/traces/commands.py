@@ -17,8 +17,20 @@ from harness.usage import CommandParser, usage_error
 #: The file `traces generate --count` writes when --out names a directory.
 GENERATED_FILE_NAME = "generated.jsonl"
 _TRACE_SUFFIXES = (".jsonl", ".jsonl.gz")
-CONVERT_SOURCES = ("codex", "chat", "swe-agent", "openhands", "kvcache")
 CONVERT = "wsmode traces convert"  # the command its usage errors name
+#: `traces convert --from` choices and the Mooncake block size, spelled here so that the CLI does
+#: not import every converter to build its parser (tests hold them equal to convert_cli's).
+CONVERT_SOURCES = (
+    "codex",
+    "chat",
+    "swe-agent",
+    "openhands",
+    "kvcache",
+    "claude-code",
+    "mooncake",
+    "gemini-cli",
+)
+MOONCAKE_BLOCK_TOKENS = 512
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -93,7 +105,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _register_convert(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     conv = sub.add_parser(
         "convert",
-        help="convert recorded agent sessions (codex, chat, swe-agent, openhands, kvcache)",
+        help="convert recorded agent sessions (" + ", ".join(CONVERT_SOURCES) + ")",
         description=(
             "Convert recorded sessions to one trace file and print what was kept: rollouts, "
             "turns, tool calls and how many were linked to their outputs. Bad input exits 2 "
@@ -106,6 +118,18 @@ def _register_convert(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     conv.add_argument("--out", required=True)
     conv.add_argument("--agent-kind", default="unknown")
+    conv.add_argument(
+        "--min-turns",
+        type=int,
+        default=1,
+        help="leave out rollouts of fewer turns (default: 1, keep all)",
+    )
+    conv.add_argument(
+        "--block-size",
+        type=int,
+        default=MOONCAKE_BLOCK_TOKENS,
+        help=f"mooncake: tokens per hash_ids block (default: {MOONCAKE_BLOCK_TOKENS})",
+    )
     conv.set_defaults(handler=_convert)
 
 
@@ -211,11 +235,16 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from harness.traces.convert_cli import convert_inputs, summary_line
+    from harness.traces.convert_cli import ConvertOptions, convert_inputs, summary_line
     from harness.traces.format import dump_rollouts
 
+    if args.min_turns < 1:
+        return usage_error(CONVERT, f"--min-turns must be >= 1, got {args.min_turns}")
+    if args.block_size < 1:
+        return usage_error(CONVERT, f"--block-size must be >= 1, got {args.block_size}")
+    options = ConvertOptions(args.agent_kind, args.min_turns, args.block_size)
     try:
-        rollouts = convert_inputs(args.source, [Path(p) for p in args.inputs], args.agent_kind)
+        rollouts = convert_inputs(args.source, [Path(p) for p in args.inputs], options)
         dump_rollouts(rollouts, args.out)
     except TraceFormatError as exc:
         return usage_error(CONVERT, str(exc))

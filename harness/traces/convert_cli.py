@@ -3,26 +3,61 @@ source, convert them, and say what was kept."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from harness.traces.convert import (
     convert_chat,
+    convert_claude_code,
     convert_codex,
+    convert_gemini_cli,
     convert_kvcache,
+    convert_mooncake,
     convert_openhands,
     convert_swe_agent,
+    iter_claude_sessions,
 )
+from harness.traces.converters.common import ABORTED_OUTPUT
+from harness.traces.converters.mooncake import MOONCAKE_BLOCK_TOKENS
 from harness.traces.format import Rollout, TraceFormatError
 
+
+@dataclasses.dataclass(frozen=True)
+class ConvertOptions:
+    """What the command line passes to every converter (each uses what applies to it)."""
+
+    agent_kind: str = "unknown"
+    min_turns: int = 1
+    block_size: int = MOONCAKE_BLOCK_TOKENS
+
+
+Converter = Callable[[Path, ConvertOptions], list[Rollout]]
+
 #: Per source: the file pattern searched in a directory, and the converter of one file.
-_SOURCES: dict[str, tuple[str, Callable[[Path, str], list[Rollout]]]] = {
-    "codex": ("rollout-*.jsonl", lambda p, k: [convert_codex(p, agent_kind=k)]),
-    "chat": ("*.json", lambda p, k: [convert_chat(p, agent_kind=k)]),
-    "swe-agent": ("*.traj", lambda p, k: [convert_swe_agent(p, agent_kind=k)]),
-    "openhands": ("*.json", lambda p, k: [convert_openhands(p, agent_kind=k)]),
-    "kvcache": ("*.json", lambda p, k: convert_kvcache(p, agent_kind=k)),
+_SOURCES: dict[str, tuple[str, Converter]] = {
+    "codex": ("rollout-*.jsonl", lambda p, o: [convert_codex(p, agent_kind=o.agent_kind)]),
+    "chat": ("*.json", lambda p, o: [convert_chat(p, agent_kind=o.agent_kind)]),
+    "swe-agent": ("*.traj", lambda p, o: [convert_swe_agent(p, agent_kind=o.agent_kind)]),
+    "openhands": ("*.json", lambda p, o: [convert_openhands(p, agent_kind=o.agent_kind)]),
+    "kvcache": ("*.json", lambda p, o: convert_kvcache(p, agent_kind=o.agent_kind)),
+    "claude-code": ("*.jsonl", lambda p, o: convert_claude_code(p, agent_kind=o.agent_kind)),
+    "mooncake": (
+        "*.jsonl",
+        lambda p, o: convert_mooncake(
+            p, agent_kind=o.agent_kind, min_turns=o.min_turns, block_size=o.block_size
+        ),
+    ),
+    "gemini-cli": ("session-*.json", lambda p, o: [convert_gemini_cli(p, agent_kind=o.agent_kind)]),
 }
+SOURCES = tuple(_SOURCES)
+
+
+def _found(source: str, directory: Path) -> Iterator[Path]:
+    if source == "claude-code":  # sub-agent transcripts convert with their session
+        yield from iter_claude_sessions(directory)
+        return
+    yield from sorted(p for p in directory.rglob(_SOURCES[source][0]) if p.is_file())
 
 
 def input_files(source: str, path: Path) -> list[Path]:
@@ -32,18 +67,25 @@ def input_files(source: str, path: Path) -> list[Path]:
         raise TraceFormatError("no such file or directory", path=path)
     if not path.is_dir():
         return [path]
-    files = sorted(p for p in path.rglob(pattern) if p.is_file())
+    files = list(_found(source, path))
     if not files:
         raise TraceFormatError(f"no {source} files ({pattern}) in this directory", path=path)
     return files
 
 
-def convert_inputs(source: str, paths: Sequence[Path], agent_kind: str) -> list[Rollout]:
+def convert_inputs(
+    source: str, paths: Sequence[Path], options: ConvertOptions | str = ConvertOptions()
+) -> list[Rollout]:
+    """Every input's rollouts, those of fewer than ``min_turns`` turns left out."""
+    if isinstance(options, str):  # the agent kind alone
+        options = ConvertOptions(agent_kind=options)
     convert = _SOURCES[source][1]
     rollouts: list[Rollout] = []
     for path in paths:
         for file in input_files(source, path):
-            rollouts += convert(file, agent_kind)
+            rollouts += [r for r in convert(file, options) if len(r.turns) >= options.min_turns]
+    if not rollouts:
+        raise TraceFormatError(f"no rollout has at least {options.min_turns} turns (--min-turns)")
     seen: set[str] = set()
     for r in rollouts:
         if r.id in seen:
@@ -60,7 +102,7 @@ def summary_line(rollouts: Sequence[Rollout]) -> str:
         1
         for t in turns
         for x in t.input
-        if x.get("type") == "function_call_output" and x.get("output") != "aborted"
+        if x.get("type") == "function_call_output" and x.get("output") != ABORTED_OUTPUT
     )
     timed = sum(1 for t in turns if "ttft_ms" in t.observed or "e2e_ms" in t.observed)
     subagents = sum(1 for r in rollouts if "parent_rollout" in r.meta)

@@ -49,6 +49,9 @@ SOURCES: Final = (
     "swe-agent",
     "openhands",
     "kvcache",
+    "claude-code",
+    "mooncake",
+    "gemini-cli",
 )
 KNOWN_AGENT_KINDS: Final = ("bug_fix", "refactor", "test_fix", "unknown")
 OUTPUT_TYPES: Final = ("message", "function_call", "reasoning")

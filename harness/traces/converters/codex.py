@@ -56,6 +56,9 @@ class _Session:
     compactions: int = 0
     task_start: int = 0  # index of the first turn of the current task
     tasks_timed: int = 0
+    user_in_task: bool = False  # a response_item user message since the task started
+    event_user: str | None = None  # the text of a user turn taken from event_msg user_message
+    user_turns_from_events: int = 0
 
     def skip(self, name: str) -> None:
         self.skipped[name] = self.skipped.get(name, 0) + 1
@@ -69,13 +72,20 @@ def _output_text(output: Any, where: Where) -> str:
     return text_of(output, where, ".output")
 
 
-def _message(builder: TurnBuilder, item: Mapping[str, Any], when: float | None, w: Where) -> None:
+def _message(s: _Session, item: Mapping[str, Any], when: float | None, w: Where) -> None:
     role = item.get("role")
+    builder = s.builder
     if role == "assistant":
         builder.add_output(OutputSpec.message(text_of(item.get("content"), w, ".content")), when, w)
+        s.event_user = None
     elif role in ("user", "developer", "system"):
         content = item.get("content")
-        text_of(content, w, ".content")  # type check
+        text = text_of(content, w, ".content")
+        if role == "user":
+            s.user_in_task = True
+            if s.event_user is not None and text == s.event_user:
+                s.event_user = None  # the response item repeats the turn made from the event
+                return
         builder.add_input({"type": "message", "role": role, "content": content}, when, w)
     else:
         raise w.error(f"unknown message role {show(role)}", ".role")
@@ -101,7 +111,7 @@ def _item(s: _Session, item: Mapping[str, Any], when: float | None, where: Where
     """Feed one response_item payload (skipped types are counted)."""
     kind = item.get("type")
     if kind == "message":
-        _message(s.builder, item, when, where)
+        _message(s, item, when, where)
     elif kind == "reasoning":
         summary = item.get("summary") or []
         if not isinstance(summary, list):
@@ -119,18 +129,46 @@ def _item(s: _Session, item: Mapping[str, Any], when: float | None, where: Where
         s.skip(str(kind))
 
 
-def _event(s: _Session, payload: Mapping[str, Any]) -> None:
+def _event(s: _Session, payload: Mapping[str, Any], when: float | None, where: Where) -> None:
     kind = payload.get("type")
     if kind == "token_count":
         info = payload.get("info")
         usage = info.get("last_token_usage") if isinstance(info, Mapping) else None
         if isinstance(usage, Mapping):
             s.builder.observe(_usage(usage))
-    elif kind in ("task_started", "user_message"):
-        b = s.builder
-        s.task_start = len(b.turns) + (1 if b.open.outputs else 0)
+    elif kind == "task_started":
+        _task_started(s)
+    elif kind == "user_message":
+        if not s.user_in_task:  # a new task without task_started (older CLIs)
+            _task_started(s)
+        _user_event(s, payload, when, where)
     elif kind == "task_complete":
         _task_complete(s, payload)
+
+
+def _task_started(s: _Session) -> None:
+    b = s.builder
+    s.task_start = len(b.turns) + (1 if b.open.outputs else 0)
+    s.user_in_task = False
+
+
+def _user_event(s: _Session, payload: Mapping[str, Any], when: float | None, w: Where) -> None:
+    """The user's turn, from the event when no response item carried it (Codex Desktop and newer
+    CLIs write only the event); a response item repeating it later is dropped."""
+    if s.user_in_task:
+        return  # the response item was written first: the event duplicates it
+    message = payload.get("message")
+    if not isinstance(message, str):
+        missing = " (missing)" if "message" not in payload else ""
+        raise w.error(f"expected a string, got {show(message)}{missing}", ".message")
+    content: list[JSONObject] = [{"type": "input_text", "text": message}]
+    images = payload.get("images")
+    if isinstance(images, list):
+        content += [{"type": "input_image", "image_url": str(u)} for u in images if u]
+    s.builder.add_input({"type": "message", "role": "user", "content": content}, when, w)
+    s.user_in_task = True
+    s.event_user = message
+    s.user_turns_from_events += 1
 
 
 def _task_complete(s: _Session, payload: Mapping[str, Any]) -> None:
@@ -189,7 +227,7 @@ def _line(s: _Session, lineno: int, line: Any) -> None:
     elif kind == "response_item":
         _item(s, payload, when, where)
     elif kind == "event_msg":
-        _event(s, payload)
+        _event(s, payload, when, where)
     elif kind == "compacted":
         s.compactions += 1
     else:
@@ -238,6 +276,8 @@ def _rollout_meta(s: _Session, name: str) -> JSONObject:
         meta["skipped_items"] = dict(sorted(s.skipped.items()))
     if s.compactions:
         meta["compactions"] = s.compactions
+    if s.user_turns_from_events:
+        meta["user_turns_from_events"] = s.user_turns_from_events
     meta.update(s.builder.counters())
     return meta
 

@@ -186,7 +186,7 @@ def extends(a: Request, b: Request, block: int) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Shape:
+class Shape:
     scope: str
     block: int
 
@@ -203,7 +203,7 @@ def _user(text: str) -> JSONObject:
     return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
 
 
-def _outputs(shape: _Shape, r: Request, nxt: Request | None, call_id: str) -> list[OutputSpec]:
+def _outputs(shape: Shape, r: Request, nxt: Request | None, call_id: str) -> list[OutputSpec]:
     """Request ``r``'s output: visible text from the next prompt, the rest hidden reasoning."""
     visible = (
         r.out_tokens if nxt is None else max(0, min(r.out_tokens, nxt.in_tokens - r.in_tokens))
@@ -246,7 +246,7 @@ def _observed(r: Request, prev: Request | None, block: int) -> JSONObject:
 
 
 def _next_input(
-    shape: _Shape, r: Request, nxt: Request, called: str | None, visible_end: int
+    shape: Shape, r: Request, nxt: Request, called: str | None, visible_end: int
 ) -> tuple[list[JSONObject], float, float]:
     """(new input items of ``nxt``, its tool wait ms, its user wait ms)."""
     rest = shape.span(nxt, visible_end, nxt.in_tokens)
@@ -260,7 +260,7 @@ def _next_input(
 
 
 def segment_turns(
-    shape: _Shape, segment: Sequence[Request], prefix: int, prev: Request | None
+    shape: Shape, segment: Sequence[Request], prefix: int, prev: Request | None
 ) -> tuple[str, list[Turn]]:
     """(instructions, turns) of one chain of requests, each extending the one before."""
     first = segment[0]
@@ -312,9 +312,17 @@ def _tool() -> JSONObject:
 
 
 def agent_rollouts(
-    agent: Agent, shape: _Shape, model: str, meta: JSONObject, label: str
+    agent: Agent,
+    shape: Shape,
+    model: str,
+    meta: JSONObject,
+    label: str,
+    *,
+    source: str = "kvcache",
+    tools: Sequence[JSONObject] | None = None,
 ) -> list[Rollout]:
-    """The rollouts of one agent (one per chain segment), then its sub-agents'."""
+    """The rollouts of one agent (one per chain segment), then its sub-agents'. Other token-shape
+    sources (Mooncake) reuse it with their own ``source`` and declared ``tools``."""
     rollouts: list[Rollout] = []
     turn_of: dict[int, tuple[str, int]] = {}  # request index -> (rollout id, turn index)
     prev: Request | None = None
@@ -329,11 +337,11 @@ def agent_rollouts(
             finish(
                 Rollout(
                     id=rid,
-                    source="kvcache",
+                    source=source,
                     agent_kind="unknown",
                     model=model,
                     instructions=instructions or None,
-                    tools=infer_tools(turns, [_tool()]),
+                    tools=infer_tools(turns, [_tool()] if tools is None else tools),
                     seed=None,
                     meta=seg_meta,
                     turns=tuple(turns),
@@ -353,7 +361,7 @@ def _subagent(
     entry: Mapping[str, Any],
     where: Where,
     turn_of: Mapping[int, tuple[str, int]],
-    shape: _Shape,
+    shape: Shape,
     model: str,
     meta: JSONObject,
     label: str,
@@ -414,5 +422,5 @@ def convert_kvcache(
         "text": "synthesized from hash_ids (token_shape)",
         "block_size": block,
     }
-    rollouts = agent_rollouts(agent, _Shape(scope, block), model, meta, label)
+    rollouts = agent_rollouts(agent, Shape(scope, block), model, meta, label)
     return [dataclasses.replace(r, agent_kind=agent_kind) for r in rollouts]
