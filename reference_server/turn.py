@@ -318,8 +318,10 @@ class TurnRunner:
         """Terminal, cache entry replaced, post-inference: the terminal event goes out last."""
         request, prompt, services = prepared.request, prepared.prompt, self.services
         plan, status = generated.plan, generated.decoded.status
+        cache_write_tokens = 0
         if prompt.item_keys:  # the prompt is now prefilled: its KV prefix is reusable
             services.prefix_cache.insert(prompt.item_keys[-1], prompt.token_count)
+            cache_write_tokens = prompt.token_count - generated.cached_tokens
         emitter.response[EXTENSION_FIELD] = wsmode_report(
             resolution=prepared.resolution,
             received_at=ctx.received_at,
@@ -329,7 +331,9 @@ class TurnRunner:
             stages_ms=stages.total_ms(),
             cached_tokens=generated.cached_tokens,
         )
-        turn_usage = usage(prompt.token_count, generated.cached_tokens, plan, generated.decoded)
+        turn_usage = usage(
+            prompt.token_count, generated.cached_tokens, cache_write_tokens, plan, generated.decoded
+        )
         terminal = terminal_events(emitter, generated.decoded, plan, turn_usage)
         final_response = terminal[-1]["response"]
         await out.emit(terminal[:-1])
@@ -369,7 +373,7 @@ class TurnRunner:
         stages: StageLog,
         send: Send,
     ) -> TurnOutcome:
-        """Flagged input: created, then failed (content_policy_violation)."""
+        """Flagged input: created, then failed (invalid_prompt)."""
         self._evict_parent(request, ctx)
         await stages.pay()
         response = await fail_response(request, block.error, send)

@@ -138,6 +138,36 @@ def validate_events(events: Sequence[Mapping[str, Any]], report: SdkReport) -> N
                 )
 
 
+def strict_problems(event: Mapping[str, Any]) -> list[str]:
+    """Every way one event departs from the SDK's model, none tolerated: each validation error
+    (a required member absent included), then each member the model does not declare
+    (`undeclared: response.wsmode`). An event type the SDK does not know is one problem."""
+    from pydantic import BaseModel, ValidationError
+
+    model = _event_models().get(str(event.get("type", "")))
+    if model is None:
+        return [f"the SDK has no model for {event.get('type')!r}"]
+    try:
+        parsed = model.model_validate(dict(event))
+    except ValidationError as exc:
+        return [
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
+            for e in matching_branch_errors(exc.errors())
+        ]
+
+    def undeclared(value: Any, path: str) -> list[str]:
+        if isinstance(value, BaseModel):
+            found = [f"undeclared: {path}{name}" for name in value.model_extra or {}]
+            for name in type(value).model_fields:
+                found += undeclared(getattr(value, name), f"{path}{name}.")
+            return found
+        if isinstance(value, list):
+            return [p for i, v in enumerate(value) for p in undeclared(v, f"{path}{i}.")]
+        return []
+
+    return undeclared(parsed, "")
+
+
 def accumulate(events: Sequence[Mapping[str, Any]], report: SdkReport) -> None:
     from openai import omit
     from openai._models import construct_type

@@ -128,32 +128,73 @@ RESPONSE_REQUIRED: Final[Mapping[str, tuple[type, ...]]] = {
 }
 
 
+def tool_usage_zero() -> dict[str, Any]:
+    """`tool_usage` of a response that ran no hosted tool (as api.openai.com reports it)."""
+    tokens = {"image_tokens": 0, "text_tokens": 0}
+    return {
+        "image_gen": {
+            "input_tokens": 0,
+            "input_tokens_details": dict(tokens),
+            "output_tokens": 0,
+            "output_tokens_details": dict(tokens),
+            "total_tokens": 0,
+        },
+        "web_search": {"num_requests": 0},
+    }
+
+
 def response_object(
     response_id: str, model: str, *, created_at: int, **fields: Any
 ) -> dict[str, Any]:
-    """A Response with every required member (RESPONSE_REQUIRED) at its neutral value.
+    """A Response with every member production sends (PRODUCTION_MEMBERS) at its neutral value.
 
     `fields` add or override members; the one place the object's baseline shape is written.
+    The members beyond the OpenAPI-required ones are those every recorded api.openai.com
+    Response carries (PROTOCOL.md §3.4; tests/protocol/test_response_members.py derives them
+    from the recorded corpus, so a member the API adds shows up as a failing test).
     """
     return {
         "id": response_id,
         "object": "response",
         "created_at": created_at,
         "status": "in_progress",
-        "model": model,
-        "output": [],
+        "background": False,
+        "completed_at": None,
         "error": None,
+        "frequency_penalty": 0,
         "incomplete_details": None,
         "instructions": None,
-        "metadata": {},
+        "max_output_tokens": None,
+        "max_tool_calls": None,
+        "model": model,
+        "moderation": None,
+        "output": [],
         "parallel_tool_calls": True,
+        "presence_penalty": 0,
+        "previous_response_id": None,
+        "prompt_cache_key": None,
+        "prompt_cache_retention": "in_memory",
+        "reasoning": {"effort": None, "summary": None},
+        "safety_identifier": None,
+        "service_tier": "default",
+        "store": True,
         "temperature": 1.0,
-        "top_p": 1.0,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
         "tool_choice": "auto",
+        "tool_usage": tool_usage_zero(),
         "tools": [],
+        "top_logprobs": 0,
+        "top_p": 1.0,
+        "truncation": "disabled",
         "usage": None,
+        "user": None,
+        "metadata": {},
         **fields,
     }
+
+
+#: The members every api.openai.com Response carries today (PROTOCOL.md §3.4).
+PRODUCTION_MEMBERS: Final = frozenset(response_object("resp_0", "m", created_at=0))
 
 
 ERROR_PAYLOAD_REQUIRED: Final[Mapping[str, tuple[type, ...]]] = {

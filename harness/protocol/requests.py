@@ -54,6 +54,20 @@ class CreateRequest:
     top_p: float | None = None
     stream_id: str | None = None
     include_obfuscation: bool = True
+    # Echoed in the Response as the request implies them (PROTOCOL.md §3.4); the engine does not
+    # sample, so they change no output.
+    reasoning_summary: str | None = None
+    presence_penalty: float = 0
+    frequency_penalty: float = 0
+    top_logprobs: int = 0
+    max_tool_calls: int | None = None
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: str | None = None
+    service_tier: str | None = None
+    truncation: str = "disabled"
+    text: dict[str, Any] = field(default_factory=dict)  # the `text` config as sent
+    user: str | None = None
     script: tuple[dict[str, Any], ...] | None = None  # wsmode extension: dictated output
     seed: int | None = None  # wsmode extension
     multi_agent: bool = False  # `multi_agent.enabled` (beta, PROTOCOL.md §2.2)
@@ -143,7 +157,24 @@ _TYPED_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "temperature": ((int, float), "a number"),
     "top_p": ((int, float), "a number"),
     "multi_agent": ((dict,), "an object"),
+    "presence_penalty": ((int, float), "a number"),
+    "frequency_penalty": ((int, float), "a number"),
+    "top_logprobs": ((int,), "an integer"),
+    "max_tool_calls": ((int,), "an integer"),
+    "safety_identifier": ((str,), "a string"),
+    "prompt_cache_key": ((str,), "a string"),
+    "user": ((str,), "a string"),
+    "text": ((dict,), "an object"),
 }
+# The optional fields with a closed set of values (openai-python 3.57 `ResponseCreateParams`).
+_ENUM_FIELDS: dict[str, tuple[str, ...]] = {
+    "truncation": ("auto", "disabled"),
+    "service_tier": ("auto", "default", "flex", "scale", "priority", "fast", "ultrafast"),
+    "prompt_cache_retention": ("in_memory", "24h"),
+}
+_REASONING_SUMMARIES = ("auto", "concise", "detailed")
+_VERBOSITIES = ("low", "medium", "high")
+_TEXT_FORMATS = ("text", "json_object", "json_schema")
 
 
 def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequest:
@@ -171,6 +202,9 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
     script, seed = _extension(body)
     multi_agent, max_subagents = _multi_agent(body)
     tools = _tools(body.get("tools"))
+    for name, allowed in _ENUM_FIELDS.items():
+        _enum(body.get(name), name, allowed)
+    _enum(reasoning.get("summary"), "reasoning.summary", _REASONING_SUMMARIES)
     return CreateRequest(
         model=model,
         input=items,
@@ -191,6 +225,18 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
         top_p=_finite_number(body, "top_p"),
         stream_id=_stream_id(body),
         include_obfuscation=stream_options.get("include_obfuscation") is not False,
+        reasoning_summary=reasoning.get("summary"),
+        presence_penalty=_penalty(body, "presence_penalty"),
+        frequency_penalty=_penalty(body, "frequency_penalty"),
+        top_logprobs=_bounded_int(body, "top_logprobs", 0, 20) or 0,
+        max_tool_calls=_bounded_int(body, "max_tool_calls", 1, None),
+        safety_identifier=body.get("safety_identifier"),
+        prompt_cache_key=body.get("prompt_cache_key"),
+        prompt_cache_retention=body.get("prompt_cache_retention"),
+        service_tier=body.get("service_tier"),
+        truncation=body.get("truncation") or "disabled",
+        text=_text_config(body.get("text")),
+        user=body.get("user"),
         script=script,
         seed=seed,
         multi_agent=multi_agent,
@@ -304,6 +350,60 @@ def _finite_number(body: Mapping[str, Any], name: str) -> float | None:
     if value is not None and not math.isfinite(value):
         raise _fail(f"Invalid value for '{name}': expected a finite number.", name, "invalid_value")
     return value
+
+
+def _enum(value: Any, name: str, allowed: tuple[str, ...]) -> None:
+    if value is not None and value not in allowed:
+        shown = value[:64] if isinstance(value, str) else value
+        raise _fail(
+            f"Invalid value for '{name}': {shown!r}. Supported values are: "
+            + ", ".join(repr(a) for a in allowed)
+            + ".",
+            name,
+            "invalid_value",
+        )
+
+
+def _penalty(body: Mapping[str, Any], name: str) -> float:
+    value = _finite_number(body, name)
+    if value is not None and not -2 <= value <= 2:
+        raise _fail(f"Invalid '{name}': expected a number between -2 and 2.", name, "invalid_value")
+    return value if value is not None else 0
+
+
+def _bounded_int(body: Mapping[str, Any], name: str, low: int, high: int | None) -> int | None:
+    value: int | None = body.get(name)  # its type is checked
+    if value is not None and (value < low or (high is not None and value > high)):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise _fail(f"Invalid '{name}': expected an integer {bound}.", name, "invalid_value")
+    return value
+
+
+def _text_config(text: dict[str, Any] | None) -> dict[str, Any]:
+    """The `text` config (its type is checked): a known format type and verbosity."""
+    if not text:
+        return {}
+    fmt = text.get("format")
+    if fmt is not None:
+        if not isinstance(fmt, dict):
+            raise _fail("Invalid type for 'text.format': expected an object.", "text.format")
+        _enum(fmt.get("type"), "text.format.type", _TEXT_FORMATS)
+        if fmt.get("type") is None:
+            raise _fail(
+                "Missing required parameter: 'text.format.type'.",
+                "text.format.type",
+                "missing_required_parameter",
+            )
+        if fmt["type"] == "json_schema":
+            for key, kind, what in (("name", str, "a string"), ("schema", dict, "an object")):
+                if not isinstance(fmt.get(key), kind):
+                    raise _fail(
+                        f"Missing required parameter: 'text.format.{key}' ({what}).",
+                        f"text.format.{key}",
+                        "missing_required_parameter",
+                    )
+    _enum(text.get("verbosity"), "text.verbosity", _VERBOSITIES)
+    return dict(text)
 
 
 def parse_client_event(

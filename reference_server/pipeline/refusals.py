@@ -19,15 +19,17 @@ class RequestRefused(WsmodeError):
 
 
 class SafetyBlock(RequestRefused):
-    """Flagged input: surfaces as a failed response (created, then failed), not a bare error."""
+    """Flagged input: surfaces as a failed response (created, then failed), not a bare error.
+    Its code is `invalid_prompt`, the one openai-python 3.57's `ResponseError` has for it."""
 
     def __init__(self, category: str, rule_ids: tuple[str, ...]) -> None:
         super().__init__(
             ApiError(
                 400,
                 "invalid_request_error",
-                "content_policy_violation",
-                f"Your request was flagged by the safety system ({category}).",
+                "invalid_prompt",
+                "Invalid prompt: your prompt was flagged as potentially violating our usage "
+                f"policy ({category}).",
                 "input",
             )
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from harness.protocol.cache import Resolution
@@ -20,7 +21,8 @@ from reference_server.pipeline.outbox import Send
 def new_response(
     request: CreateRequest, response_id: str, instructions: str | None
 ) -> dict[str, Any]:
-    """The Response object as `response.created` announces it (PROTOCOL.md §3.4)."""
+    """The Response object as `response.created` announces it: every member production sends,
+    with the value the request implies (PROTOCOL.md §3.4)."""
     return response_object(
         response_id,
         request.model,
@@ -31,18 +33,80 @@ def new_response(
         temperature=request.temperature if request.temperature is not None else 1.0,
         top_p=request.top_p if request.top_p is not None else 1.0,
         tool_choice=request.tool_choice,
-        tools=list(request.tools),
+        tools=[normalized_tool(tool) for tool in request.tools],
         previous_response_id=request.previous_response_id,
         store=request.store,
-        completed_at=None,  # set by the completed terminal only (PROTOCOL.md §3.4)
         max_output_tokens=request.max_output_tokens,
-        prompt_cache_key=None,
-        reasoning={"effort": request.reasoning_effort, "summary": None},
-        text={"format": {"type": "text"}},
-        truncation="disabled",
-        service_tier="default",
-        user=None,
+        max_tool_calls=request.max_tool_calls,
+        presence_penalty=request.presence_penalty,
+        frequency_penalty=request.frequency_penalty,
+        top_logprobs=request.top_logprobs,
+        safety_identifier=request.safety_identifier,
+        prompt_cache_key=request.prompt_cache_key,
+        prompt_cache_retention=request.prompt_cache_retention or "in_memory",
+        reasoning={"effort": request.reasoning_effort, "summary": request.reasoning_summary},
+        text=text_config(request.text),
+        truncation=request.truncation,
+        # "auto" resolves to the tier that ran the request (the recorded responses say "default")
+        service_tier="default" if request.service_tier in (None, "auto") else request.service_tier,
+        user=request.user,
     )
+
+
+# What the API adds to a tool it echoes, by tool type, when the request left the member out
+# (the values every recorded api.openai.com Response shows; PROTOCOL.md §3.4).
+_TOOL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "function": {"description": None, "parameters": None, "strict": True},
+    "custom": {"description": None, "format": {"type": "text"}},
+    "web_search": {
+        "filters": None,
+        "search_context_size": "medium",
+        "user_location": {
+            "type": "approximate",
+            "city": None,
+            "country": "US",
+            "region": None,
+            "timezone": None,
+        },
+    },
+    "file_search": {
+        "filters": None,
+        "max_num_results": 20,
+        "ranking_options": {"ranker": "auto", "score_threshold": 0},
+    },
+    "mcp": {
+        "allowed_tools": None,
+        "headers": None,
+        "require_approval": "always",
+        "server_description": None,
+    },
+    "code_interpreter": {"container": {"type": "auto"}},
+    "image_generation": {
+        "background": "auto",
+        "moderation": "auto",
+        "n": 1,
+        "output_compression": 100,
+        "output_format": "png",
+        "quality": "auto",
+        "size": "auto",
+    },
+}
+
+
+def normalized_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool as the API echoes it: the request's members, plus the defaults it left out."""
+    defaults = _TOOL_DEFAULTS.get(str(tool.get("type")))
+    if defaults is None:
+        return dict(tool)
+    return {**defaults, **{k: v for k, v in tool.items() if v is not None or k not in defaults}}
+
+
+def text_config(text: Mapping[str, Any]) -> dict[str, Any]:
+    """The `text` member: the request's format (JSON schema members filled in) and verbosity."""
+    fmt = dict(text.get("format") or {"type": "text"})
+    if fmt.get("type") == "json_schema":
+        fmt = {"description": None, "strict": False, **fmt}
+    return {"format": fmt, "verbosity": text.get("verbosity") or "medium"}
 
 
 async def fail_response(
@@ -60,15 +124,24 @@ async def fail_response(
 
 
 def usage(
-    prompt_tokens: int, cached_tokens: int, plan: GenerationPlan, decoded: Decoded | None = None
+    prompt_tokens: int,
+    cached_tokens: int,
+    cache_write_tokens: int,
+    plan: GenerationPlan,
+    decoded: Decoded | None = None,
 ) -> dict[str, Any]:
-    """The terminal's usage: the plan's output, or what was sent before a steer cut it."""
+    """The terminal's usage: the plan's output, or what was sent before a steer cut it.
+    `cache_write_tokens` are the prompt tokens this turn added to the engine's prefix cache
+    (openai-python 3.57 types the member as required)."""
     output, reasoning = plan.output_tokens, plan.reasoning_tokens
     if decoded is not None and decoded.cut_at_tokens is not None:
         output, reasoning = decoded.cut_at_tokens, decoded.cut_reasoning_tokens
     return {
         "input_tokens": prompt_tokens,
-        "input_tokens_details": {"cached_tokens": cached_tokens},
+        "input_tokens_details": {
+            "cached_tokens": cached_tokens,
+            "cache_write_tokens": cache_write_tokens,
+        },
         "output_tokens": output,
         "output_tokens_details": {"reasoning_tokens": reasoning},
         "total_tokens": prompt_tokens + output,

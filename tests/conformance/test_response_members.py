@@ -5,29 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from harness.conformance.response_members import member_problems
-from harness.protocol.events import response_object
+from harness.protocol.events import PRODUCTION_MEMBERS, response_object
 
 REQUEST = {"store": False, "previous_response_id": None}
+USAGE = {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 1}}
 
 
 def complete(**fields: Any) -> dict[str, Any]:
-    base = response_object(
-        "resp_1",
-        "m",
-        created_at=0,
-        status="completed",
-        completed_at=1,
-        store=False,
-        previous_response_id=None,
-        reasoning=None,
-        text={},
-        truncation="disabled",
-        service_tier="default",
-        max_output_tokens=None,
-        prompt_cache_key=None,
-        user=None,
-    )
-    return {**base, **fields}
+    base = response_object("resp_1", "m", created_at=0, status="completed", completed_at=1)
+    return {**base, "store": False, "usage": USAGE, **fields}
 
 
 def test_a_complete_response_has_no_problem_at_any_level() -> None:
@@ -43,17 +29,35 @@ def test_must_metadata_object_and_shaped_error_and_details() -> None:
     assert "incomplete_details" in member_problems("MUST", cut, REQUEST)[0]
 
 
-def test_should_store_completed_at_previous_response_id() -> None:
+def test_should_names_every_production_member_missing() -> None:
     missing = complete()
-    del missing["store"], missing["completed_at"]
-    assert member_problems("SHOULD", missing, REQUEST) == ["no completed_at", "no store"]
-    wrong = complete(store=True, previous_response_id="resp_0")
-    problems = member_problems("SHOULD", wrong, REQUEST)
-    assert "store is True" in problems[0] and "previous_response_id" in problems[1]
+    for name in ("background", "presence_penalty", "top_logprobs", "safety_identifier"):
+        del missing[name]
+    assert member_problems("SHOULD", missing, REQUEST) == [
+        "no background, presence_penalty, safety_identifier, top_logprobs"
+    ]
+    assert {"background", "frequency_penalty", "max_tool_calls"} <= PRODUCTION_MEMBERS
+
+
+def test_should_judges_the_values_the_request_implies() -> None:
+    wrong = complete(store=True, previous_response_id="resp_0", top_logprobs=3, background=True)
+    problems = member_problems("SHOULD", wrong, {**REQUEST, "top_logprobs": 5})
+    assert [p.split(" is ")[0] for p in problems] == [
+        "store",
+        "background",
+        "previous_response_id",
+        "top_logprobs",
+    ]
     cut = complete(status="incomplete", completed_at=5, incomplete_details={"reason": "x"})
     assert "expected null" in member_problems("SHOULD", cut, REQUEST)[0]
+    tools = [{"type": "function", "name": "f", "parameters": {}}]
+    assert member_problems("SHOULD", complete(tools=tools), REQUEST) == [
+        "function tools echoed without 'strict': f"
+    ]
 
 
-def test_may_lists_the_absent_optional_members() -> None:
-    bare = response_object("resp_1", "m", created_at=0)
-    assert member_problems("MAY", bare, REQUEST)[0].startswith("no reasoning, text, truncation")
+def test_may_asks_for_cache_write_tokens() -> None:
+    bare = complete(usage={"input_tokens_details": {"cached_tokens": 0}})
+    assert member_problems("MAY", bare, REQUEST) == [
+        "usage.input_tokens_details has no cache_write_tokens"
+    ]

@@ -49,9 +49,9 @@ def test_early_failure_is_created_then_failed() -> None:
     from harness.protocol.errors import invalid_request
 
     emitter = ResponseEmitter(base_response())
-    events = emitter.failed(invalid_request("flagged", code="content_policy_violation"))
+    events = emitter.failed(invalid_request("flagged", code="invalid_prompt"))
     assert [e["type"] for e in events] == ["response.created", "response.failed"]
-    assert events[-1]["response"]["error"]["code"] == "content_policy_violation"
+    assert events[-1]["response"]["error"]["code"] == "invalid_prompt"
 
 
 def test_refusal_message_streams_refusal_events() -> None:

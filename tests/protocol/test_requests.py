@@ -110,3 +110,35 @@ def test_non_finite_numbers_are_refused_naming_the_parameter(name: str, value: f
 def test_an_empty_previous_response_id_is_refused() -> None:
     body = {"model": "m", "input": "hi", "previous_response_id": ""}
     assert error_of(body) == ("invalid_value", "previous_response_id")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "param"),
+    [
+        ("presence_penalty", 3, "presence_penalty"),
+        ("frequency_penalty", "0", "frequency_penalty"),
+        ("top_logprobs", 21, "top_logprobs"),
+        ("max_tool_calls", 0, "max_tool_calls"),
+        ("truncation", "sometimes", "truncation"),
+        ("service_tier", "gold", "service_tier"),
+        ("prompt_cache_retention", "1y", "prompt_cache_retention"),
+        ("safety_identifier", 7, "safety_identifier"),
+        ("reasoning", {"summary": "long"}, "reasoning.summary"),
+        ("text", {"format": {"type": "yaml"}}, "text.format.type"),
+        ("text", {"format": {"type": "json_schema", "name": "x"}}, "text.format.schema"),
+        ("text", {"verbosity": "loud"}, "text.verbosity"),
+    ],
+)
+def test_echoed_request_fields_are_validated_with_their_param(
+    field: str, value: Any, param: str
+) -> None:
+    assert error_of({"model": "m", "input": "hi", field: value})[1] == param
+
+
+def test_echoed_request_fields_are_carried() -> None:
+    request = parse_create(
+        {"model": "m", "input": "hi", "top_logprobs": 2, "truncation": "auto", "user": "u"},
+        transport="http",
+    )
+    assert (request.top_logprobs, request.truncation, request.user) == (2, "auto", "u")
+    assert (request.presence_penalty, request.max_tool_calls, request.text) == (0, None, {})

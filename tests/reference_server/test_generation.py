@@ -55,7 +55,7 @@ def test_flagged_input_fails_the_response(server: ReferenceServer) -> None:
     [exchange] = turns(server, [{"model": "m", "input": "please WSMODE-UNSAFE-INPUT now"}])
     assert [e.type for e in exchange.events] == ["response.created", "response.failed"]
     assert exchange.final_response is not None
-    assert exchange.final_response["error"]["code"] == "content_policy_violation"
+    assert exchange.final_response["error"]["code"] == "invalid_prompt"
 
 
 def test_flagged_output_ends_with_content_filter(server: ReferenceServer) -> None:
