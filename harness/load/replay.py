@@ -92,6 +92,9 @@ class ReplayOptions:
     turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S
     connect_timeout_s: float = 10.0
     generic_output: str = GENERIC_OUTPUT
+    # a line put before the instructions so that no other variant or run shares this one's
+    # prompt prefix in the target's prefix cache (results.work); None: the trace's instructions
+    cache_salt: str | None = None
 
     def __post_init__(self) -> None:
         parse_mode(self.mode)
@@ -205,7 +208,10 @@ class RolloutState:
             "tool_choice": "auto",
             "parallel_tool_calls": True,
         }
-        if self.rollout.instructions is not None:
+        if opts.cache_salt is not None:
+            instructions = self.rollout.instructions
+            body["instructions"] = opts.cache_salt + (f"\n{instructions}" if instructions else "")
+        elif self.rollout.instructions is not None:
             body["instructions"] = self.rollout.instructions
         if self.rollout.tools:
             body["tools"] = list(self.rollout.tools)

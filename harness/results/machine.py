@@ -61,7 +61,17 @@ def machine_info(
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "os": platform.platform(),
         "hostname_hash": hostname_hash(),
+        "load_average": load_average(),
     }
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages when the run started (a busy machine's numbers
+    are not a quiet one's); None where the OS does not say."""
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def harness_version() -> str:

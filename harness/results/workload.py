@@ -70,6 +70,14 @@ def _sorted_modes(modes: Any) -> list[str]:
     return sorted(str(m) for m in modes) if isinstance(modes, Sequence | Mapping) else []
 
 
+def _corpus_name(traces: Any) -> str | None:
+    """The corpus a trace path names: `generated` and `real` for the bundled ones."""
+    if not traces:
+        return None
+    name = PurePath(str(traces)).name
+    return "generated" if name == "corpus" else name
+
+
 def bench_workload(config: Mapping[str, Any], profile: str | None) -> dict[str, Any]:
     """The identity of a rollout replay, from a bench run's `config` (BenchConfig.to_json plus
     the selected rollout ids)."""
@@ -81,7 +89,7 @@ def bench_workload(config: Mapping[str, Any], profile: str | None) -> dict[str, 
         schedule["levels"] = list(config["sweep_levels"])
     return {
         "source": "corpus",
-        "corpus": PurePath(str(traces)).name if traces else None,
+        "corpus": _corpus_name(traces),
         "rollouts": _digest(config.get("rollouts")),
         "max_turns": config.get("max_turns"),
         "max_rollouts": config.get("max_rollouts"),
@@ -141,9 +149,18 @@ def workload_key(result: Mapping[str, Any]) -> str:
 
 def _value(value: Any) -> str:
     if isinstance(value, Mapping):
+        if set(value) <= {"kind", "rate_per_s", "levels"}:  # a schedule
+            words = [f"{value.get('kind')} loop"]
+            if value.get("rate_per_s"):
+                words.append(f"{value['rate_per_s']:g}/s")
+            if value.get("levels"):
+                words.append("levels " + ",".join(map(str, value["levels"])))
+            return " ".join(words)
         return ", ".join(f"{k} {_value(v)}" for k, v in value.items() if v is not None)
     if isinstance(value, list):
         return ",".join(map(str, value))
+    if isinstance(value, bool):
+        return "on" if value else "off"
     return "—" if value is None else str(value)
 
 

@@ -54,14 +54,15 @@ free_port() {
 print(s.getsockname()[1]); s.close()"
 }
 
-start_upstream() {  # start_upstream NAME [PROFILE] -> prints the port of a fresh `wsmode serve`
-  local port
-  port=$(free_port)
-  "$PYTHON" -m harness.cli serve --host 127.0.0.1 --port "$port" --profile "${2:-zero}" \
+# start_upstream NAME [PROFILE]: a fresh `wsmode serve` on 127.0.0.1; its port in UPSTREAM_PORT.
+# (Not `port=$(start_upstream ...)`: a command substitution is a subshell, so the pid it adds to
+# PIDS would be lost and the server never stopped.)
+start_upstream() {
+  UPSTREAM_PORT=$(free_port)
+  "$PYTHON" -m harness.cli serve --host 127.0.0.1 --port "$UPSTREAM_PORT" --profile "${2:-zero}" \
     --data-dir "$WORK/$1-upstream" >"$WORK/$1-upstream.log" 2>&1 &
   PIDS+=($!)
-  wait_port "$port" 60
-  echo "$port"
+  wait_port "$UPSTREAM_PORT" 60
 }
 
 # -- installs (each under the venvs lock) --------------------------------------------------------

@@ -111,3 +111,33 @@ def test_bench_flags_unequal_work_and_the_board_does_not_rank_its_speedup(
     assert comparison["unequal_work"]["mode"] == "ws"
     (row,) = build_rows(load_runs([path]))
     assert row.unequal_work and row.speedup is None
+
+
+def test_bench_variants_against_one_target_never_share_a_cached_prefix(
+    prefix_cached: ReferenceServer, tmp_path: Path
+) -> None:
+    config = BenchConfig(
+        target=prefix_cached.ws_url,
+        http_target=prefix_cached.http_url,
+        traces=str(SMOKE),
+        per_kind=None,
+        max_turns=2,
+        modes=("ws", "http"),
+        send_script=False,
+        out=str(tmp_path),
+        html=False,
+    )
+    assert run_bench(config, out=io.StringIO(), err=io.StringIO()) == 0
+    (path,) = tmp_path.rglob("*.json")
+    samples = load_result(path)["bench"]["samples"]
+    uncached: dict[tuple[str, int], dict[str, int]] = {}
+    for s in samples:
+        uncached.setdefault((s["rollout_id"], s["turn_index"]), {})[s["mode"]] = s[
+            "uncached_tokens"
+        ]
+    assert len(uncached) == 6  # 3 rollouts x 2 turns, each in both modes
+    # the same prefill in both modes, turn by turn, whichever replayed a rollout first
+    assert all(by_mode["ws"] == by_mode["http"] for by_mode in uncached.values())
+    cold = [by_mode["ws"] for (_, turn), by_mode in uncached.items() if turn == 0]
+    assert sum(1 for tokens in cold if tokens > 0) >= 2  # cold but the warm-up's rollout
+    assert any(s["cached_tokens"] for s in samples if s["turn_index"] == 1)  # the cache works

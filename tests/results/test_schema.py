@@ -44,6 +44,7 @@ def test_new_result_fills_harness_machine_and_times(tmp_path: Path) -> None:
         "python",
         "os",
         "hostname_hash",
+        "load_average",
     }
     assert r["target"] == {"url": "ws://127.0.0.1:8000", "name": "reference", "version": None}
     assert r["bench"] == {

@@ -12,8 +12,9 @@ Choices that shape the numbers (all printed with the table and stored in the res
 from __future__ import annotations
 
 import math
+import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,9 @@ class BenchConfig:
     html: bool = True
     turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S
     quiet: bool = False
+    # a fresh token per run: with a target of the user's, each variant's prompts start with a
+    # line of their own (variants.cache_salt), so no variant warms another's prefix cache
+    cache_salt: str | None = field(default_factory=lambda: secrets.token_hex(4))
 
     @property
     def embedded(self) -> bool:
@@ -137,6 +141,7 @@ class BenchConfig:
             "seed": self.seed,
             "label": self.label,
             "turn_timeout_s": self.turn_timeout_s,
+            "cache_salt": None if self.embedded else self.cache_salt,
         }
 
 

@@ -43,6 +43,7 @@ class BenchRun:
     started_at: str = ""
     elapsed_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what the run could not do as asked
 
     def real_failures(self) -> list[RolloutResult]:
         """Failed rollouts other than those cut at the limit the user set (those are expected)."""
@@ -179,6 +180,7 @@ def _config_section(run: BenchRun) -> dict[str, Any]:
             for v in run.variants
         },
         "notes": run.notes,
+        "warnings": run.warnings,
     }
 
 

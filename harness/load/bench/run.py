@@ -309,11 +309,26 @@ async def _schedule_jobs(
         results: list[JobResults] = []
         for level in config.sweep_levels:
             jobs = [make_replay(r, replace(v, name=f"{v.name}-c{level}"), spawns) for r, v in pairs]
+            shortfall = sweep_shortfall(level, len(jobs[:max_jobs]))
+            if shortfall is not None:
+                run.warnings.append(shortfall)
+                if progress is not None:
+                    progress.write(f"warning: {shortfall}\n")
             at_level = replace(schedule, concurrency=level)
             results += await at_level.run(jobs, runner, on_done(jobs))
         return results
     jobs = [make_replay(r, v, spawns) for r, v in pairs]
     return await schedule.run(jobs, runner, on_done(jobs))
+
+
+def sweep_shortfall(level: int, jobs: int) -> str | None:
+    """Why a sweep level cannot reach its concurrency (too few replays), or None."""
+    if jobs >= level:
+        return None
+    return (
+        f"sweep level {level}: only {jobs} replays to run, so at most {jobs} were in flight, "
+        f"not {level} (replay more rollouts: --max-rollouts, --per-kind, --repeats)"
+    )
 
 
 def cut_result(job: Replay, limit_s: float | None) -> RolloutResult:
@@ -502,6 +517,8 @@ def _print_summary(out: TextIO, run: BenchRun, result: Mapping[str, Any], words:
     failures = format_failures(result)
     if failures:
         out.write("\n" + failures + "\n")
+    for warning in run.warnings:
+        out.write(f"warning: {warning}\n")
     analysis = format_analysis(result)
     if analysis:
         out.write("\n" + analysis + "\n")

@@ -8,6 +8,8 @@ optimization switched off in turn.
 Each variant replays as its own tenant (its own API key on the embedded server): the server's
 prefix (KV) cache is per tenant, so no mode pre-warms the prompt cache for another. Without this
 the mode that happens to replay a rollout first pays all the cold prefill (~1 s per rollout).
+A target of the user's has one key for every variant: there each variant's instructions start
+with a line of its own, fresh per run (`cache_salt`), so no variant's prompt prefix is another's.
 """
 
 from __future__ import annotations
@@ -68,6 +70,15 @@ def ablated_servers(config: BenchConfig) -> dict[str, tuple[str, ...]]:
     return wanted
 
 
+def cache_salt(config: BenchConfig, variant_name: str, external: bool) -> str | None:
+    """The instructions line that keeps a variant's prompts out of every other variant's (and
+    run's) prefix cache on a target the bench cannot give tenants: a few tokens more per turn,
+    the same in every mode (so the work stays equal). None on the embedded servers (tenants)."""
+    if not external or config.cache_salt is None:
+        return None
+    return f"[wsmode bench {config.cache_salt} {variant_name}]"
+
+
 def base_options(config: BenchConfig) -> ReplayOptions:
     """The driver options every variant shares; each variant sets its mode."""
     return ReplayOptions(
@@ -95,7 +106,10 @@ def build_variants(
 
     variants = [
         Variant(
-            mode, endpoint(MAIN_SERVER, mode), replace(base, mode=mode), MODE_DESCRIPTIONS[mode]
+            mode,
+            endpoint(MAIN_SERVER, mode),
+            replace(base, mode=mode, cache_salt=cache_salt(config, mode, servers is None)),
+            MODE_DESCRIPTIONS[mode],
         )
         for mode in config.modes
     ]
