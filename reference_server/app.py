@@ -193,7 +193,8 @@ class ReferenceServer:
 
     # -- WebSocket ------------------------------------------------------------------------
     def _check_upgrade(self, connection: ServerConnection, request: Request) -> Response | None:
-        """Refuse before the upgrade (401, 404, 429) with a JSON error body."""
+        """Refuse before the upgrade (404, 401, 426 with WebSocket mode off, 429) with a JSON
+        error body."""
         if request.path.split("?", 1)[0] not in _WS_PATHS:
             return _json_response(
                 ApiError(404, "invalid_request_error", "not_found", "Unknown path.")
@@ -201,6 +202,8 @@ class ReferenceServer:
         tenant = self.keyring.authenticate(request.headers.get("Authorization"))
         if tenant is None:
             return _json_response(errors.unauthorized())
+        if not self.config.websocket:
+            return _json_response(errors.websocket_disabled())
         limits = self.config.limits
         if self.services.metrics.connections >= limits.max_connections or (
             self._per_tenant[tenant] >= limits.max_connections_per_key

@@ -93,6 +93,13 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "--compression", action="store_true", help="accept permessage-deflate (off by default)"
     )
     parser.add_argument(
+        "--no-websocket",
+        dest="websocket",
+        action="store_false",
+        help="switch WebSocket mode off: an upgrade is answered 426 websocket_not_supported "
+        "(clients such as codex fall back to HTTP at once); HTTP/SSE is served as usual",
+    )
+    parser.add_argument(
         "--cache-depth", type=int, default=1, help="responses kept per connection (LRU)"
     )
     parser.add_argument("--cache-max-bytes", type=int, default=16 * 1024 * 1024)
@@ -194,6 +201,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         steer=args.steer,
         multi_agent=args.multi_agent,
         compression=args.compression,
+        websocket=args.websocket,
         store_max_bytes=args.store_max_bytes or None,
         store_retention_s=args.store_retention_s,
         workers=args.workers,

@@ -91,6 +91,8 @@ class ServerConfig:
     multi_agent: bool = False  # multi_agent.enabled responses and response.inject
     root_agent: str = "root"  # [I] the agent tag of a multi-agent response's own items
     compression: bool = False  # offer permessage-deflate (codex asks for it; the SDK does not)
+    # WebSocket mode on; off, an upgrade is answered 426 (PROTOCOL.md §1.1) and HTTP serves alone
+    websocket: bool = True
     # stderr log lines (logs.py); in the config so `--workers` processes log the same way
     log_level: str = "info"
     log_format: LogFormat = "text"

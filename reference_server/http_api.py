@@ -1,8 +1,14 @@
-"""The HTTP side of the one port: `POST /v1/responses` (JSON or SSE), retrieve, health, metrics.
+"""The HTTP side of the one port: `POST /v1/responses` (JSON or SSE), compaction, retrieve,
+health, metrics.
 
 HTTP/1.1 is parsed by h11 (sans-I/O) over asyncio streams. SSE framing follows PROTOCOL.md §3.1:
 `event: <type>` and `data: <json>` per event, no `[DONE]`; errors before the first event are
 ordinary HTTP errors with an `{"error": {...}}` body.
+
+Routes below `/v1/responses` (`/v1` optional): the collection itself (POST creates; a GET
+without `Upgrade` is 426, PROTOCOL.md §1.1), the reserved segments (`compact`), and
+`/{response_id}`. A reserved segment is an endpoint, never an id: `GET /v1/responses/compact`
+is 405, not a lookup of a response named "compact".
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import asyncio
 import contextlib
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -18,7 +25,7 @@ import h11
 from harness.protocol import errors, wire
 from harness.protocol.errors import ApiError
 from harness.protocol.events import Event
-from harness.protocol.requests import InvalidRequest, parse_create
+from harness.protocol.requests import CreateRequest, InvalidRequest, parse_compact, parse_create
 from harness.transport.h11_loop import H11Event, next_h11_event, read_within
 from harness.transport.sse_wire import encode_events
 from reference_server.auth import KeyRing
@@ -30,9 +37,13 @@ from reference_server.services import Services
 from reference_server.turn import TurnContext, TurnRunner
 
 _HTTP_VERSIONS = (b"1.0", b"1.1")
-_RESPONSES_PATH = re.compile(r"^(?:/v1)?/responses$")
-_RETRIEVE_PATH = re.compile(r"^(?:/v1)?/responses/(?P<id>[A-Za-z0-9_.-]{1,128})$")
+_RESPONSES_PATH = re.compile(r"^(?:/v1)?/responses(?:/(?P<rest>.*))?$")
+_RESPONSE_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+#: Segments after `/responses` that name an endpoint (the API's), never a response id.
+RESERVED_SEGMENTS = frozenset({"compact"})
 KEEP_ALIVE_TIMEOUT_S = 5.0
+# RFC 9110 §15.5.22: a 426 names the protocol to upgrade to
+_UPGRADE_HEADERS = [("upgrade", "websocket"), ("connection", "Upgrade")]
 
 
 class _Gone(ConnectionError):
@@ -155,26 +166,36 @@ class HttpConnection:
             await self._drain_body()
             await self._error(errors.unauthorized())
             return
-        retrieve = _RETRIEVE_PATH.match(path)
-        if retrieve and method == "GET":
+        matched = _RESPONSES_PATH.match(path)
+        rest = matched["rest"] if matched else None
+        if matched is None or (
+            rest is not None and rest not in RESERVED_SEGMENTS and not _RESPONSE_ID.fullmatch(rest)
+        ):
             await self._drain_body()
-            await self._retrieve(tenant, retrieve["id"])
-        elif _RESPONSES_PATH.match(path) and method == "POST":
+            await self._error(
+                ApiError(404, "invalid_request_error", "not_found", f"Unknown path '{path[:128]}'.")
+            )
+        elif rest is None and method == "POST":
             await self._create(tenant)
-        elif retrieve or _RESPONSES_PATH.match(path):
+        elif rest is None and method == "GET":
+            await self._drain_body()
+            await self._error(errors.upgrade_required(), extra=_UPGRADE_HEADERS)
+        elif rest == "compact" and method == "POST":
+            await self._compact(tenant)
+        elif rest is not None and rest not in RESERVED_SEGMENTS and method == "GET":
+            await self._drain_body()
+            await self._retrieve(tenant, rest)
+        else:
+            allowed = "POST" if rest in RESERVED_SEGMENTS else "GET" if rest else "GET, POST"
             await self._drain_body()
             await self._error(
                 ApiError(
                     405,
                     "invalid_request_error",
                     "method_not_allowed",
-                    f"Method {method} not allowed.",
-                )
-            )
-        else:
-            await self._drain_body()
-            await self._error(
-                ApiError(404, "invalid_request_error", "not_found", f"Unknown path '{path[:128]}'.")
+                    f"Method {method[:16]} not allowed on '{path[:128]}' (allowed: {allowed}).",
+                ),
+                extra=[("allow", allowed)],
             )
 
     async def _drain_body(self) -> None:
@@ -196,11 +217,14 @@ class HttpConnection:
             return
         await self._json(200, record["response"])
 
-    async def _create(self, tenant: str) -> None:
+    async def _read_request(
+        self, parse: Callable[[dict[str, Any]], CreateRequest]
+    ) -> tuple[CreateRequest, int, float] | None:
+        """The body parsed by `parse`, its size and arrival; None once an error is answered."""
         body = await self._read_body()
         if self.services.draining:
             await self._error(errors.server_shutting_down())
-            return
+            return None
         received_at = self.stamps.request_arrival() if self.stamps else time.perf_counter()
         if body is None:
             await self._error(
@@ -211,23 +235,40 @@ class HttpConnection:
                     f"Request body exceeds {self.limits.max_message_bytes} bytes.",
                 )
             )
-            return
+            return None
         try:
             payload = wire.loads(body)
             if not isinstance(payload, dict):
                 raise InvalidRequest(
                     errors.invalid_request("Expected a JSON object as the request body.")
                 )
-            request = parse_create(payload, transport="http")
+            return parse(payload), len(body), received_at
         except wire.WireFormatError as exc:
             await self._error(errors.invalid_json(str(exc), exc.param, exc.code))
-            return
         except InvalidRequest as exc:
             await self._error(exc.error)
+        return None
+
+    async def _compact(self, tenant: str) -> None:
+        """`POST /v1/responses/compact` (PROTOCOL.md §5.1): a compacted window, as JSON."""
+        read = await self._read_request(parse_compact)
+        if read is None:
             return
-        ctx = TurnContext(
-            "http", tenant, None, received_at, len(body), connection_id=self.connection_id
-        )
+        request, size, received_at = read
+        ctx = TurnContext("http", tenant, None, received_at, size, connection_id=self.connection_id)
+        try:
+            compacted = await self.runner.compact(request, ctx)
+        except RequestRefused as refused:
+            await self._error(refused.error)
+            return
+        await self._json(200, compacted)
+
+    async def _create(self, tenant: str) -> None:
+        read = await self._read_request(lambda payload: parse_create(payload, transport="http"))
+        if read is None:
+            return
+        request, size, received_at = read
+        ctx = TurnContext("http", tenant, None, received_at, size, connection_id=self.connection_id)
         started = False
 
         async def send_sse(*events: Event) -> None:
@@ -306,9 +347,13 @@ class HttpConnection:
     async def _json(self, status: int, payload: Any) -> None:
         await self._send(status, wire.dumps(payload).encode(), "application/json")
 
-    async def _error(self, error: ApiError, *, close: bool = False) -> None:
+    async def _error(
+        self, error: ApiError, *, close: bool = False, extra: list[tuple[str, str]] | None = None
+    ) -> None:
         self.services.metrics.inc("wsmode_request_errors_total", code=str(error.code or error.type))
-        extra = [("retry-after", "1")] if error.status in (429, 503) else []
+        extra = list(extra or [])
+        if error.status in (429, 503):
+            extra.append(("retry-after", "1"))
         if close:
             extra.append(("connection", "close"))
         await self._send(

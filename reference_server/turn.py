@@ -31,6 +31,7 @@ from reference_server.engine.generation_plan import GenerationPlan
 from reference_server.faults import EventFaults
 from reference_server.logs import log_refusal, log_response
 from reference_server.pipeline.checks import check_input
+from reference_server.pipeline.compaction import compact
 from reference_server.pipeline.ids import new_id
 from reference_server.pipeline.inference import (
     Decoded,
@@ -44,6 +45,7 @@ from reference_server.pipeline.outbox import Outbox, Send
 from reference_server.pipeline.post_inference import PostInference
 from reference_server.pipeline.prepared import PreparedTurn
 from reference_server.pipeline.prompt import render_prompt
+from reference_server.pipeline.references import resolve_references
 from reference_server.pipeline.refusals import RequestRefused, SafetyBlock
 from reference_server.pipeline.remember import remember
 from reference_server.pipeline.resolve import resolve_previous
@@ -138,6 +140,22 @@ class TurnRunner:
         await stages.pay()
         return await self._generate(prepared, ctx, stages, seed, send)
 
+    async def compact(self, request: CreateRequest, ctx: TurnContext) -> dict[str, Any]:
+        """`POST /v1/responses/compact` (PROTOCOL.md §5.1): the request's context, resolved,
+        checked and rendered as a turn's is, as a compacted window; raises RequestRefused."""
+        stages = StageLog(self.services.profile, None)
+        kib = ctx.request_bytes / 1024
+        stages.charge("transfer", kib)
+        stages.charge("parse", kib)
+        try:
+            prepared = await self._prepare(request, ctx, stages)
+        except SafetyBlock as block:
+            raise RequestRefused(block.error) from None
+        await stages.pay()
+        cached_tokens = self.services.prefix_cache.match(prepared.prompt.item_keys)
+        seed = computed_once(lambda: seed_material(request))
+        return await compact(prepared, self.services.engine, seed, cached_tokens)
+
     # -- before the engine ----------------------------------------------------------------
     async def _prepare(
         self, request: CreateRequest, ctx: TurnContext, stages: StageLog
@@ -153,6 +171,7 @@ class TurnRunner:
             stages=stages,
         )
         parent = resolved.parent
+        request = resolve_references(request, parent)  # item references become their items
         checked = check_input(
             parent, request.input, incremental_checks=options.incremental_checks, stages=stages
         )

@@ -151,6 +151,28 @@ def context_length_exceeded(tokens: int, limit: int) -> ApiError:
     )
 
 
+def upgrade_required() -> ApiError:
+    """A plain GET on the WebSocket path (PROTOCOL.md §1.1): the client must upgrade."""
+    return ApiError(
+        426,
+        "invalid_request_error",
+        "websocket_upgrade_required",
+        "GET /v1/responses opens a WebSocket: send 'Upgrade: websocket' "
+        "(POST /v1/responses serves HTTP).",
+    )
+
+
+def websocket_disabled() -> ApiError:
+    """An upgrade to a server with WebSocket mode switched off (PROTOCOL.md §1.1) [I]: 426, the
+    one status on which codex falls back to HTTP at once."""
+    return ApiError(
+        426,
+        "invalid_request_error",
+        "websocket_not_supported",
+        "WebSocket mode is switched off on this server: use POST /v1/responses (HTTP/SSE).",
+    )
+
+
 def unauthorized() -> ApiError:
     return ApiError(
         401,

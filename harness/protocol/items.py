@@ -49,10 +49,14 @@ SUMMARY_SEPARATOR: Final = "\n\n"
 
 
 def item_type(item: Mapping[str, Any]) -> str | None:
-    """The item's type; a message may omit ``type`` (it is recognised by its ``role``)."""
+    """The item's type; a message may omit ``type`` (it is recognised by its ``role``), and so
+    may an item reference (``{"id": ...}`` alone, openai-python's ``ItemReference``)."""
     kind = item.get("type")
-    if kind is None and "role" in item:
-        return "message"
+    if kind is None:
+        if "role" in item:
+            return "message"
+        if "id" in item and len(item) == 1:
+            return "item_reference"
     return kind if isinstance(kind, str) else None
 
 
@@ -101,8 +105,13 @@ def item_texts(item: Mapping[str, Any]) -> Iterator[str]:
             value = item.get(key)
             if isinstance(value, str):
                 yield value
-    elif kind == "function_call_output":
+    elif kind in ("function_call_output", "custom_tool_call_output"):
         yield from _content_texts(item.get("output"))
+    elif kind == "custom_tool_call":
+        for key in ("name", "input"):
+            value = item.get(key)
+            if isinstance(value, str):
+                yield value
     elif kind == "reasoning":
         yield from _content_texts(item.get("summary"))
 

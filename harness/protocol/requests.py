@@ -244,6 +244,31 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
     )
 
 
+# What `POST /v1/responses/compact` takes (openai-python 3.57 `ResponseCompactParams`).
+COMPACT_FIELDS = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "previous_response_id",
+        "prompt_cache_key",
+        "prompt_cache_options",
+        "prompt_cache_retention",
+        "service_tier",
+        "image",
+    }
+)
+
+
+def parse_compact(body: Mapping[str, Any]) -> CreateRequest:
+    """A compaction request as the create it compacts: `model` required, `input` and/or
+    `previous_response_id`; other members are tolerated and play no part (PROTOCOL.md §5.1)."""
+    return parse_create(
+        {k: v for k, v in body.items() if k in COMPACT_FIELDS} | {"store": False},
+        transport="http",
+    )
+
+
 def _model(body: Mapping[str, Any], transport: Transport) -> str:
     model = body.get("model")
     if not isinstance(model, str) or not model:

@@ -58,7 +58,9 @@ def check_input(
     stages.took("validate", started)
     if problems:
         first = problems[0]
-        raise RequestRefused(errors.invalid_request(first.message, param=first.param))
+        raise RequestRefused(
+            errors.invalid_request(first.message, param=first.param, code=first.code)
+        )
     started = time.perf_counter()
     scanned = carried.safety if carried is not None else SafetyState.initial()
     safety, verdict = classify_input(scanned, checked)

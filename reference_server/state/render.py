@@ -23,6 +23,7 @@ from harness.protocol.items import item_type, part_text
 from harness.protocol.tokenizer import VOCAB_SIZE, tokenize
 
 from .chain_seq import ChainSeq
+from .sealed import open_sealed
 
 __all__ = [
     "END",
@@ -96,9 +97,22 @@ def render_item(item: Mapping[str, Any]) -> tuple[int, ...]:
             value = item.get(key)
             if isinstance(value, str):
                 out += tokenize(value)
-    elif kind == "function_call_output":
+    elif kind in ("function_call_output", "custom_tool_call_output"):
         out = list(_header(kind))
         _content_tokens(item.get("output"), out)
+    elif kind == "custom_tool_call":
+        out = list(_header(kind))
+        for key in ("name", "input"):
+            value = item.get(key)
+            if isinstance(value, str):
+                out += tokenize(value)
+    elif kind == "compaction":
+        # the compacted context the item carries (state/sealed.py); validation refused others
+        out = list(_header(kind))
+        payload = open_sealed("compaction", item.get("encrypted_content")) or {}
+        summary = payload.get("summary")
+        if isinstance(summary, str):
+            out += tokenize(summary)
     elif kind == "reasoning":
         # Only the summary is rendered; encrypted_content is opaque to this server.
         out = list(_header(kind))

@@ -231,6 +231,7 @@ _BY_ID = {rule.id: rule for rule in RULES}
 _INDEX = {rule.id: position for position, rule in enumerate(RULES)}
 # Text of these is what the user (or a tool) put in; assistant text is the model's own.
 _SCANNED_ROLES = ("user", "developer", "system")  # a tuple: roles may be unhashable junk
+_SCANNED_OUTPUTS = ("function_call_output", "custom_tool_call_output")  # tool results come in
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +263,7 @@ _INITIAL = SafetyState()
 def _scanned_text(item: Mapping[str, Any]) -> str | None:
     kind = item_type(item)
     role = item.get("role")
-    if kind == "function_call_output" or (kind == "message" and role in _SCANNED_ROLES):
+    if kind in _SCANNED_OUTPUTS or (kind == "message" and role in _SCANNED_ROLES):
         return "\n".join(item_texts(item))
     return None
 

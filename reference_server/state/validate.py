@@ -6,6 +6,11 @@ by the model's output). ``ValidationState`` carries exactly that across turns, s
 validates only the new items and still reaches the same verdict as a full pass over the whole
 history (property-tested).
 
+Every item type openai-python 3.57's `ResponseInputItemParam` names is accepted (PROTOCOL.md
+§2.1.1): the ones this server reads (messages of every role, function and custom tool calls and
+their outputs, reasoning, compaction) are checked field by field; the items of hosted tools a
+client passes back (`PASSBACK_REQUIRED`) by the members the SDK marks required.
+
 Error messages follow the API's wording ("Missing required parameter: 'input[0].role'.") and
 never contain Python reprs or exception names.
 """
@@ -13,20 +18,57 @@ never contain Python reprs or exception names.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.protocol.items import item_type
 
+from .sealed import open_sealed
+
 __all__ = ["ItemError", "ValidationState", "validate_items"]
 
-ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
 ROLES = ("user", "system", "developer", "assistant")
 INPUT_PARTS = ("input_text", "input_image", "input_file")
 ASSISTANT_PARTS = ("output_text", "refusal")
 STATUSES = ("in_progress", "completed", "incomplete")
-IMAGE_DETAILS = ("low", "high", "auto")
+IMAGE_DETAILS = ("low", "high", "auto", "original")
+PHASES = ("commentary", "final_answer")
+# `data:image/<type>;base64,<payload>`: what the API takes inline (PROTOCOL.md §2.1.1)
+_IMAGE_DATA_URL = re.compile(r"data:image/(?:png|jpeg|jpg|gif|webp);base64,[A-Za-z0-9+/]+={0,2}")
+_FILE_DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/]+={0,2}")
+_HTTP_URL = re.compile(r"https?://[^\s]+")
+
+# Items of hosted tools a client passes back (it resends a response's output, PROTOCOL.md §6.3):
+# the server runs none of these tools, so it checks the members openai-python 3.57 marks
+# required (tests/reference_server/state/test_input_shapes.py holds the table to the SDK) and
+# renders the rest as JSON.
+PASSBACK_REQUIRED: dict[str, tuple[str, ...]] = {
+    "file_search_call": ("id", "queries", "status"),
+    "computer_call": ("call_id", "id", "pending_safety_checks", "status"),
+    "computer_call_output": ("call_id", "output"),
+    "web_search_call": ("action", "id", "status"),
+    "tool_search_call": ("arguments",),
+    "tool_search_output": ("tools",),
+    "additional_tools": ("role", "tools"),
+    "configuration_update": (),
+    "image_generation_call": ("id", "result", "status"),
+    "code_interpreter_call": ("code", "container_id", "id", "outputs", "status"),
+    "local_shell_call": ("action", "call_id", "id", "status"),
+    "local_shell_call_output": ("id", "output"),
+    "shell_call": ("action", "call_id"),
+    "shell_call_output": ("call_id", "output"),
+    "apply_patch_call": ("call_id", "operation", "status"),
+    "apply_patch_call_output": ("call_id", "status"),
+    "mcp_list_tools": ("id", "server_label", "tools"),
+    "mcp_approval_request": ("arguments", "id", "name", "server_label"),
+    "mcp_approval_response": ("approval_request_id", "approve"),
+    "mcp_call": ("arguments", "id", "name", "server_label"),
+    "compaction_trigger": (),
+    "program": ("call_id", "code", "fingerprint", "id"),
+    "program_output": ("call_id", "id", "result", "status"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +76,7 @@ class ItemError:
     index: int  # position in the request's ``input`` array
     param: str  # e.g. "input[3].call_id"
     message: str
+    code: str | None = None  # the API's error code, where it has one
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +146,11 @@ def validate_items(
             check.wrong_type(check.base, "an object", item)
             continue
         kind = item_type(item)
-        if kind not in _ITEM_CHECKS:
+        if kind in _ITEM_CHECKS:
+            _ITEM_CHECKS[kind](check, item)
+        elif kind in PASSBACK_REQUIRED:
+            _check_passback(check, item, PASSBACK_REQUIRED[kind])
+        else:
             if "type" not in item:
                 check.missing(check.base + ".type")
             elif not isinstance(item["type"], str):
@@ -111,21 +158,21 @@ def validate_items(
             else:
                 check.bad_value(check.base + ".type", item["type"], ITEM_TYPES)
             continue
-        _ITEM_CHECKS[kind](check, item)
         # Chain bookkeeping: recorded even when the item has other errors, so that an
         # incremental pass and a full pass always agree.
         call_id = item.get("call_id")
         if not (isinstance(call_id, str) and call_id):
             continue
-        if kind == "function_call":
+        if kind in _CALLS:
             issued.add(call_id)
-        elif kind == "function_call_output":
+        elif kind in _OUTPUTS:
             if call_id in issued or call_id in state.issued_call_ids:
                 answered.add(call_id)
             else:
+                what = kind.removesuffix("_output").replace("_", " ")
                 check.add(
                     check.base + ".call_id",
-                    f"No tool call found for function call output with call_id {_quote(call_id)}.",
+                    f"No tool call found for {what} output with call_id {_quote(call_id)}.",
                 )
     return state._extend(issued, answered, len(items)), errors
 
@@ -140,8 +187,8 @@ class _Check:
         self.base = f"input[{index}]"
         self.errors = errors
 
-    def add(self, param: str, message: str) -> None:
-        self.errors.append(ItemError(self.index, param, message))
+    def add(self, param: str, message: str, code: str | None = None) -> None:
+        self.errors.append(ItemError(self.index, param, message, code))
 
     def missing(self, param: str) -> None:
         self.add(param, f"Missing required parameter: '{param}'.")
@@ -213,10 +260,47 @@ class _Check:
             self.string(part, "refusal", param + ".refusal")
         elif kind == "input_image":
             self._one_of(part, param, ("image_url", "file_id"))
+            self.url(part, "image_url", param, _IMAGE_DATA_URL, "an image MIME type")
             self.choice(part, "detail", param + ".detail", IMAGE_DETAILS)
         elif kind == "input_file":
             self._one_of(part, param, ("file_id", "file_data", "file_url"))
+            self.url(part, "file_url", param, None, "")
+            data = part.get("file_data")
+            if (
+                isinstance(data, str)
+                and data.startswith("data:")
+                and not _FILE_DATA_URL.fullmatch(data)
+            ):
+                self.add(
+                    param + ".file_data",
+                    f"Invalid '{param}.file_data': expected a base64-encoded data URL "
+                    "('data:<mime type>;base64,<data>') or base64 data.",
+                    "invalid_value",
+                )
             self.string(part, "filename", param + ".filename", required=False)
+
+    def url(
+        self,
+        part: Mapping[str, Any],
+        key: str,
+        param: str,
+        data_url: re.Pattern[str] | None,
+        mime: str,
+    ) -> None:
+        """An http(s) URL, or (where `data_url` is given) a base64 data URL of that kind."""
+        value = part.get(key)
+        if not isinstance(value, str):
+            return  # absent or of the wrong type: reported by _one_of
+        if _HTTP_URL.fullmatch(value) or (data_url is not None and data_url.fullmatch(value)):
+            return
+        inline = f" or a base64-encoded data URL with {mime} (e.g. 'data:image/png;base64,...')"
+        self.add(
+            f"{param}.{key}",
+            f"Invalid '{param}.{key}'. Expected a valid URL"
+            + (inline if data_url is not None else "")
+            + ", but got an invalid value.",
+            "invalid_value",
+        )
 
     def _one_of(self, part: Mapping[str, Any], param: str, keys: Sequence[str]) -> None:
         present = [key for key in keys if part.get(key) is not None]
@@ -240,6 +324,7 @@ def _check_message(check: _Check, item: Mapping[str, Any]) -> None:
             item["content"], base + ".content", allowed, "a string or an array of content parts"
         )
     check.choice(item, "status", base + ".status", STATUSES)
+    check.choice(item, "phase", base + ".phase", PHASES)
     check.string(item, "id", base + ".id", required=False)
 
 
@@ -289,12 +374,70 @@ def _check_reasoning(check: _Check, item: Mapping[str, Any]) -> None:
     check.string(item, "id", base + ".id", required=False)
 
 
+def _check_custom_tool_call(check: _Check, item: Mapping[str, Any]) -> None:
+    base = check.base
+    check.string(item, "call_id", base + ".call_id", nonempty=True)
+    check.string(item, "name", base + ".name", nonempty=True)
+    check.string(item, "input", base + ".input")
+    check.string(item, "id", base + ".id", required=False)
+
+
+def _check_custom_tool_call_output(check: _Check, item: Mapping[str, Any]) -> None:
+    base = check.base
+    check.string(item, "call_id", base + ".call_id", nonempty=True)
+    if "output" not in item:
+        check.missing(base + ".output")
+    else:
+        check.parts(
+            item["output"], base + ".output", INPUT_PARTS, "a string or an array of content parts"
+        )
+    check.string(item, "id", base + ".id", required=False)
+
+
+def _check_compaction(check: _Check, item: Mapping[str, Any]) -> None:
+    """A compaction item carries the compacted context: only this server's can be read."""
+    base = check.base
+    content = check.string(item, "encrypted_content", base + ".encrypted_content")
+    if content is not None and open_sealed("compaction", content) is None:
+        check.add(
+            base + ".encrypted_content",
+            f"The encrypted content of '{base}' could not be verified: pass back the compaction "
+            "item exactly as this server returned it.",
+            "invalid_encrypted_content",
+        )
+    check.string(item, "id", base + ".id", required=False)
+
+
+def _check_item_reference(check: _Check, item: Mapping[str, Any]) -> None:
+    """Left only when it named no item of the chain (pipeline/references.py resolves the rest)."""
+    item_id = check.string(item, "id", check.base + ".id", nonempty=True)
+    if item_id is not None:
+        check.add(
+            check.base + ".id", f"Item with id {_quote(item_id)} not found.", "item_not_found"
+        )
+
+
+def _check_passback(check: _Check, item: Mapping[str, Any], required: Sequence[str]) -> None:
+    for key in required:
+        if key not in item:
+            check.missing(f"{check.base}.{key}")
+    check.string(item, "id", check.base + ".id", required=False)
+    check.string(item, "call_id", check.base + ".call_id", required=False)  # null: a server call
+
+
 _ITEM_CHECKS: dict[str | None, Callable[[_Check, Mapping[str, Any]], None]] = {
     "message": _check_message,
     "function_call": _check_function_call,
     "function_call_output": _check_function_call_output,
     "reasoning": _check_reasoning,
+    "custom_tool_call": _check_custom_tool_call,
+    "custom_tool_call_output": _check_custom_tool_call_output,
+    "compaction": _check_compaction,
+    "item_reference": _check_item_reference,
 }
+ITEM_TYPES = (*(t for t in _ITEM_CHECKS if t is not None), *PASSBACK_REQUIRED)
+_CALLS = frozenset({"function_call", "custom_tool_call"})
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
 class _NonFiniteNumber(ValueError):

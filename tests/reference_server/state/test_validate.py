@@ -51,9 +51,11 @@ def test_shape_errors_name_the_parameter() -> None:
     cases: list[tuple[Any, str, str]] = [
         ("hello", "input[0]", "Invalid type for 'input[0]': expected an object, but got a string"),
         ({"content": "x"}, "input[0].type", "Missing required parameter: 'input[0].type'."),
-        ({"type": "item_reference", "id": "msg_1"}, "input[0].type", "Invalid value: "
-         "'item_reference'. Supported values are: 'message', 'function_call', "
-         "'function_call_output', and 'reasoning'."),
+        ({"type": "item_ref", "id": "msg_1"}, "input[0].type", "Invalid value: "
+         "'item_ref'. Supported values are: 'message', 'function_call', "
+         "'function_call_output', 'reasoning', 'custom_tool_call',"),
+        ({"type": "item_reference", "id": "msg_1"}, "input[0].id", "Item with id 'msg_1' not "
+         "found."),
         ({"role": "robot", "content": "x"}, "input[0].role", "Invalid value: 'robot'."),
         ({"role": "user"}, "input[0].content", "Missing required parameter"),
         ({"role": "user", "content": 3}, "input[0].content", "expected a string or an array of "
