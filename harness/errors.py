@@ -22,12 +22,14 @@ Exception tree (each package's own errors, where they are defined)::
     ├── Unimplemented                    harness.conformance.context: the target lacks a capability
     ├── TargetStopped                    harness.conformance.liveness: the target stopped answering
     ├── UnreadableInput                  harness.conformance.offline_check: a file check can't read
+    ├── ClientProfileError               harness.conformance.clients.profiles: a client unusable
+    ├── ReportLineError                  harness.conformance.clients.contract: not a turn report
     ├── EmbeddedServerError              harness.load.bench.embedded_server: `serve` did not start
     ├── LoadProcessError                 harness.load.fixed_load_run: a client process died
     └── reference server:                RequestRefused (SafetyBlock), PlanError (InvalidToolChoice
                                          (UnknownToolChoice), InvalidScript), CostProfileError,
                                          StoreClosed, RecordTooLarge, ClientGone,
-                                         UnsatisfiableSchema, WorkersError
+                                         UnsatisfiableSchema, WorkersError, InjectedFailure
 
 `tests/test_errors.py` holds this drawing to the code: a subclass missing here fails there.
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import http
 import importlib.metadata
+import itertools
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from reference_server.config import ServerConfig
 from reference_server.connection import StampedServerConnection, StampedStreamProtocol
 from reference_server.http_api import HttpConnection
 from reference_server.logs import handshake_logger
+from reference_server.observer import Direction, ServerObserver, redacted_head
 from reference_server.services import Services
 from reference_server.ws_session import WebSocketSession
 
@@ -52,9 +54,12 @@ SERVER_HEADER = _server_header()
 class ReferenceServer:
     """Start with `await server.start()` (or `async with`); `server.port` is the bound port."""
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, observer: ServerObserver | None = None) -> None:
         self.config = config
         self.services = Services.build(config)
+        self.services.observer = observer  # `wsmode certify-client` watches the wire
+        self._labels = itertools.count(1)  # the observer's names for connections
+        self._case_refusals: dict[str, ApiError] = {}  # label -> refusal (client cases)
         self.keyring = KeyRing(config.api_keys)
         self.port = config.port
         self.loop: asyncio.AbstractEventLoop | None = None  # the loop it serves on, once started
@@ -156,6 +161,15 @@ class ReferenceServer:
     def accept_websocket(self, transport: asyncio.Transport, head: bytes) -> None:
         assert self._ws_server is not None
         limits = self.config.limits
+        label = self._observe_upgrade(head)
+        script = self.services.case_script
+        action = script.next_upgrade() if script is not None else "accept"
+        if action == "drop":  # a client case: the connection closes before any answer
+            self._record(label, "meta", "dropped", "TCP connection closed before any answer")
+            transport.close()
+            return
+        if not isinstance(action, str):
+            self._case_refusals[label] = action  # answered by _check_upgrade
         # permessage-deflate only when enabled: it costs ~3x memory per idle connection.
         extensions = [ServerPerMessageDeflateFactory()] if self.config.compression else None
         protocol = ServerProtocol(max_size=limits.max_message_bytes, extensions=extensions)
@@ -167,9 +181,21 @@ class ReferenceServer:
             close_timeout=limits.close_timeout_s,
             sock=self.stamping_socket(transport),
         )
+        connection.label = label
         transport.set_protocol(connection)
         connection.connection_made(transport)
         connection.data_received(head)
+
+    def _observe_upgrade(self, head: bytes) -> str:
+        if self.services.observer is None and self.services.case_script is None:
+            return ""
+        label = f"ws{next(self._labels)}"
+        self._record(label, "in", "upgrade", redacted_head(head))
+        return label
+
+    def _record(self, label: str, direction: Direction, kind: str, data: str) -> None:
+        if self.services.observer is not None:
+            self.services.observer.record(label, direction, kind, data)
 
     def _admit_http(self) -> bool:
         """Room for one more HTTP connection (and not draining)?"""
@@ -185,6 +211,9 @@ class ReferenceServer:
         protocol.data_received(head)
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         handler = HttpConnection(self.services, self.keyring, reader, writer, protocol)
+        if self.services.observer is not None:
+            handler.connection_id = f"http{next(self._labels)}"
+            self._record(handler.connection_id, "in", "http", redacted_head(head))
         task = loop.create_task(handler.serve())
         self._http_tasks.add(task)
         self._http_handlers[task] = handler
@@ -195,6 +224,13 @@ class ReferenceServer:
     def _check_upgrade(self, connection: ServerConnection, request: Request) -> Response | None:
         """Refuse before the upgrade (404, 401, 426 with WebSocket mode off, 429) with a JSON
         error body."""
+        label = connection.label if isinstance(connection, StampedServerConnection) else ""
+        refusal = self._case_refusals.pop(label, None)
+        if refusal is not None:  # a client case's refusal (faults.CaseBehaviour)
+            response = _json_response(refusal, self.config.case_behaviour.retry_after_s)
+            shown = f"HTTP {refusal.status}\n{response.body.decode()}"
+            self._record(label, "out", "refused", shown)
+            return response
         if request.path.split("?", 1)[0] not in _WS_PATHS:
             return _json_response(
                 ApiError(404, "invalid_request_error", "not_found", "Unknown path.")
@@ -221,6 +257,7 @@ class ReferenceServer:
     async def _serve_websocket(self, connection: ServerConnection) -> None:
         assert isinstance(connection, StampedServerConnection)  # accept_websocket builds only those
         tenant = connection.username
+        self._record(connection.label, "out", "open", "HTTP 101 Switching Protocols")
         self._per_tenant[tenant] += 1
         session = WebSocketSession(self.services, connection, tenant)
         self._sessions.add(session)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.protocol.cache import CachePolicy
+from reference_server.faults import CaseBehaviour
 from reference_server.logs import LogFormat
 
 API_KEY_ENV = "WSMODE_API_KEYS"  # comma-separated, as an alternative to --api-key
@@ -84,6 +85,8 @@ class ServerConfig:
     limits: Limits = field(default_factory=Limits)
     optimizations: Optimizations = field(default_factory=Optimizations)
     faults: frozenset[str] = frozenset()
+    # a client case's server behaviours (`wsmode certify-client`); the default does nothing
+    case_behaviour: CaseBehaviour = field(default_factory=CaseBehaviour)
     lanes: bool = False  # named lanes (stream_id), the 2026-08 extension
     # The 2026 beta client events (PROTOCOL.md §2.2), each off by default: a server without them
     # answers `unknown_event_type`, and refuses `multi_agent.enabled` (unsupported_parameter).

@@ -4,6 +4,11 @@ Two kinds: *event faults* rewrite the events of a response on their way out (aft
 self-check, so the emitter stays honest), and *behaviour faults* switch a server mechanism to a
 wrong variant at the one place that mechanism lives (the session, the cache, the resolver).
 
+A third, parameterised kind is `CaseBehaviour`: what a client case of `wsmode certify-client`
+asks of the server (an upgrade refused with a status, a connection dropped mid-stream, a
+response failed with a code, ...). Those are legal server behaviours a client must survive, not
+bugs; `case_script.CaseScript` carries them out. All are off by default.
+
 `Faults` has one flag per fault; its field names are the CLI names with `_` for `-`, and each
 field carries its kind and what it breaks, so the tables below are derived, never retyped.
 """
@@ -17,6 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from harness.errors import WsmodeError
+from harness.protocol.errors import ApiError
 from harness.protocol.events import Event
 
 FaultKind = Literal["event", "behaviour"]
@@ -136,6 +143,53 @@ def check_fault_names(names: Iterable[str]) -> frozenset[str]:
     if unknown:
         raise ValueError(f"unknown fault(s): {', '.join(unknown)}; known: {', '.join(ALL_FAULTS)}")
     return chosen
+
+
+ErrorShape = Literal["nested", "flat", "string"]
+AfterResponse = Literal["drop", "close-1001"]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseBehaviour:
+    """The server side of one client case (`wsmode certify-client`); the default does nothing.
+
+    Counts are per server and across its connections ("the first upgrade", "create 1"), as a
+    client case runs one client against one server. Indexes are 0-based.
+    """
+
+    refuse_upgrades: int = 0  # the first N upgrades get `refuse_status` with a JSON error body
+    refuse_status: int = 0
+    refuse_code: str = ""
+    retry_after_s: int | None = None  # sent with the refusal (429)
+    close_before_101: int = 0  # the first N upgrades: the TCP connection closes, no answer
+    error_for_create: int | None = None  # this create is answered by an error event, not run
+    error_for_lane: str | None = None  # creates on this lane are answered by an error event
+    error_shape: ErrorShape = "nested"  # nested {error:{...}}, flat (openai-node), a string
+    miss_continuations: int = 0  # the first N continuations find their parent evicted
+    drop_after_deltas: int | None = None  # the first response is cut (1006) after N deltas
+    fail_after_deltas: int | None = None  # the first response fails (error, response.failed)
+    fail_code: str = "server_error"
+    incomplete_for_create: int | None = None  # this create's response is capped: incomplete
+    incomplete_cap_tokens: int = 3
+    keepalive_every: int = 0  # a `keepalive` event after every N events of a response
+    first_event_delay_s: float = 0.0  # each response's first event waits this long (TTFT)
+    reply_tokens: int | None = None  # answers are one message of N filler tokens (a script)
+    after_response: AfterResponse | None = None  # then, on the idle socket: 1006 or close 1001
+    after_response_index: int = 0  # the create whose response goes out first
+    after_response_delay_s: float = 0.05  # so the terminal is read before the socket goes
+
+    @property
+    def active(self) -> bool:
+        return self != CaseBehaviour()
+
+
+class InjectedFailure(WsmodeError):
+    """Raised into a turn by a case's behaviour: the turn fails with `error` (error event, then
+    response.failed), through the same path as an internal fault."""
+
+    def __init__(self, error: ApiError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class EventFaults:

@@ -6,12 +6,14 @@ import weakref
 from dataclasses import dataclass, field
 
 from harness.protocol.cache import ResponseCache
+from reference_server.case_script import CaseScript
 from reference_server.config import ServerConfig
 from reference_server.cost_profiles import load_cost_profile
 from reference_server.engine.cost_profile import Profile
 from reference_server.engine.engine import Engine
 from reference_server.faults import Faults
 from reference_server.metrics import ServerMetrics
+from reference_server.observer import ServerObserver
 from reference_server.state.conversation import Conversation
 from reference_server.state.prefix import PrefixCache
 from reference_server.store.persistence import Persistence
@@ -30,6 +32,9 @@ class Services:
     # Only the `shared-cache` fault uses this: one cache for every connection (a bug on purpose).
     shared_cache: ResponseCache[Conversation] | None = None
     draining: bool = False  # SIGTERM: new creates are refused, in-flight ones finish
+    # `wsmode certify-client`: the case's behaviours, and who watches the wire (else None)
+    case_script: CaseScript | None = None
+    observer: ServerObserver | None = None
     # Every live connection cache, for the cache gauges (a closed connection's drops out).
     live_caches: weakref.WeakSet[ResponseCache[Conversation]] = field(
         default_factory=weakref.WeakSet
@@ -51,6 +56,8 @@ class Services:
         )
         # /metrics is per worker (`serve --workers N`): each scrape says which one answered
         services.metrics.inc("wsmode_worker_info", worker=str(config.worker_index))
+        if config.case_behaviour.active:
+            services.case_script = CaseScript(config.case_behaviour)
         if faults.shared_cache:
             services.shared_cache = ResponseCache(config.cache)
         services.register_gauges()

@@ -21,14 +21,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.protocol import errors
+from harness.protocol import errors, wire
 from harness.protocol.cache import ResponseCache
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.extension import EXTENSION_FIELD
 from harness.protocol.requests import CreateRequest
 from reference_server.engine.engine import SeedMaterial, computed_once
 from reference_server.engine.generation_plan import GenerationPlan
-from reference_server.faults import EventFaults
+from reference_server.faults import EventFaults, InjectedFailure
 from reference_server.logs import log_refusal, log_response
 from reference_server.pipeline.checks import check_input
 from reference_server.pipeline.compaction import compact
@@ -106,6 +106,8 @@ class TurnRunner:
 
     async def run(self, request: CreateRequest, ctx: TurnContext, send: Send) -> TurnOutcome:
         """Run one response; raises RequestRefused for request-scoped errors."""
+        if self.services.case_script is not None:  # a client case's short scripted answers
+            request = self.services.case_script.answer(request)
         # computed only if a stream is seeded: a jitter-free profile with fixed text seeds none
         seed = computed_once(lambda: seed_material(request))
         profile = self.services.profile
@@ -292,6 +294,8 @@ class TurnRunner:
                 max_tokens_per_delta=int(services.profile.max_tokens_per_delta),
                 live=live,
             )
+            if services.case_script is not None:  # a client case may fail it in these deltas
+                await out.flush()
         except (ConnectionError, asyncio.CancelledError):
             raise  # the client went away: nothing to tell it
         except RequiredInputTimeout as timeout:  # [I] PROTOCOL.md §2.2
@@ -299,8 +303,9 @@ class TurnRunner:
                 400, "invalid_request_error", "required_input_timeout", str(timeout)
             )
             return await self._fail_mid_stream(request, ctx, emitter, out, error)
-        except Exception:
-            return await self._fail_mid_stream(request, ctx, emitter, out)
+        except Exception as exc:
+            injected = exc.error if isinstance(exc, InjectedFailure) else None
+            return await self._fail_mid_stream(request, ctx, emitter, out, injected)
         finally:
             services.metrics.in_flight -= 1
             if live is not None:
@@ -380,6 +385,9 @@ class TurnRunner:
 
     def _outcome(self, response: dict[str, Any], status: Status, ctx: TurnContext) -> TurnOutcome:
         self.services.metrics.inc("wsmode_responses_total", transport=ctx.transport, status=status)
+        observer = self.services.observer
+        if observer is not None:
+            observer.record(ctx.connection_id, "meta", "response", wire.dumps(response))
         log_response(response, status, transport=ctx.transport, connection_id=ctx.connection_id)
         return TurnOutcome(response, status)
 
@@ -406,7 +414,8 @@ class TurnRunner:
         out: Outbox,
         error: errors.ApiError | None = None,
     ) -> TurnOutcome:
-        """A fault mid-stream: `error` then `response.failed`, never a traceback."""
+        """A fault mid-stream (or a client case's injected one, with its `error`): `error` then
+        `response.failed`, never a traceback."""
         self._evict_parent(request, ctx)
         failed = emitter.failed(error or errors.server_error())
         await out.emit(failed)

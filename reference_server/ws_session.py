@@ -101,7 +101,9 @@ class WebSocketSession:
         self.lanes: dict[str | None, _Lane] = {}
         self.active = asyncio.Semaphore(self.config.limits.max_active_lanes)
         self.opened_at = time.monotonic()
-        self.connection_id = connection_id("ws")
+        self.connection_id = ws.label or connection_id("ws")
+        self.observer = services.observer  # `wsmode certify-client` watches the wire
+        self.script = services.case_script  # a client case's behaviours
         self._closing = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reading_done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -136,6 +138,18 @@ class WebSocketSession:
                 metrics.queue_depth -= len(lane.queue)
                 lane.cache.clear()
             metrics.connections -= 1
+            if self.observer is not None:
+                self.observer.record(self.connection_id, "meta", "close", self._close_text())
+
+    def _close_text(self) -> str:
+        protocol = self.ws.protocol
+        received, sent = protocol.close_rcvd, protocol.close_sent
+        if received is None and sent is None:
+            return "code 1006: the TCP connection ended without a close frame"
+        first = "client" if received is not None and protocol.close_rcvd_then_sent else "server"
+        frame = received if received is not None else sent
+        assert frame is not None
+        return f"code {frame.code} {frame.reason!r}, closed by the {first}"
 
     def idle(self) -> bool:
         """No response in flight or queued (what a drain waits for)."""
@@ -174,6 +188,9 @@ class WebSocketSession:
         try:
             while True:
                 message = await self.ws.recv()
+                if self.observer is not None:
+                    kind = "binary" if isinstance(message, bytes) else "text"
+                    self.observer.record(self.connection_id, "in", kind, message)
                 outcome = await self._on_message(message, self.ws.arrival_of_next_message())
                 if isinstance(outcome, _RunNow):
                     # The reading goes on in a new task, created once this one first yields
@@ -317,13 +334,26 @@ class WebSocketSession:
             self.connection_id,
             self.interjections,
         )
+        send, case_index = self.send, None
+        if self.script is not None:  # a client case: its refusals, misses and mid-stream acts
+            plan = self.script.on_create(pending.request, lane.cache)
+            case_index = plan.index
+            if plan.refusal is not None:
+                event = self.script.error_event(plan.refusal, pending.request.stream_id)
+                with contextlib.suppress(ClientGone):
+                    await self.send(event)
+                return True
+            pending = _Pending(plan.request, pending.received_at, pending.size_bytes)
+            send = self.script.response_send(self.send, self.ws.transport.abort)
         request = pending.request
         try:
             if self.interjections is None:
-                await self.runner.run(request, ctx, self.send)
+                await self.runner.run(request, ctx, send)
+                if case_index is not None:
+                    return await self._after_response(case_index)
                 return True
             request = await self.interjections.before_create(request)
-            await self._settle(await self.runner.run(request, ctx, self.send), request, ctx)
+            await self._settle(await self.runner.run(request, ctx, send), request, ctx)
         except RequestRefused as refused:
             await self.send_error(refused.error, pending.request.stream_id)
             if self.faults.close_on_request_error:
@@ -335,6 +365,19 @@ class WebSocketSession:
             log.exception("response failed inside the server (connection %s)", self.connection_id)
             await self.send_error(errors.server_error(), pending.request.stream_id)
         return True
+
+    async def _after_response(self, create_index: int) -> bool:
+        """A client case's act on the idle socket once a response is out; False: it is gone."""
+        assert self.script is not None
+        act = self.script.after_response(create_index)
+        if act is None:
+            return True
+        await asyncio.sleep(self.script.behaviour.after_response_delay_s)  # the terminal is read
+        if act == "drop":
+            self.ws.transport.abort()  # no close frame: the client sees 1006
+        else:
+            await self.ws.close(CloseCode.GOING_AWAY, "server going away")
+        return False
 
     async def _settle(self, outcome: TurnOutcome, request: CreateRequest, ctx: TurnContext) -> None:
         """After a response its steers settle: pending, or an automatic successor run now, on
@@ -355,6 +398,9 @@ class WebSocketSession:
         timeout."""
         texts = [wire.dumps_bytes(event) for event in events]
         size = sum(map(len, texts))
+        if self.observer is not None:
+            for text in texts:
+                self.observer.record(self.connection_id, "out", "text", text.decode())
         try:
             if self.ws.transport.get_write_buffer_size() + size < _NEVER_BLOCKS_BYTES:
                 await self.ws.send_texts(texts)  # stays under the high-water mark: cannot stall
