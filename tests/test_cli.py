@@ -20,6 +20,7 @@ COMMANDS = [
     "serve",
     "certify",
     "check",
+    "certify-client",
     "bench",
     "load",
     "record",

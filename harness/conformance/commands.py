@@ -26,11 +26,119 @@ from harness.usage import EXIT_USAGE, CommandParser, usage_error
 SUITES_DIR = suites_dir()
 # the commands their usage errors name
 CERTIFY, MERGE, CHECK = "wsmode certify", "wsmode certify --merge", "wsmode check"
+CERTIFY_CLIENT = "wsmode certify-client"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_certify(subparsers)
     _register_check(subparsers)
+    _register_certify_client(subparsers)
+
+
+CERTIFY_CLIENT_DOC = """Certify a client (SDK, agent, CLI) of WebSocket mode.
+
+Per case, a reference server plays a scripted behaviour (an upgrade refused, a socket dropped
+mid-stream, an error in an odd shape, a slow first token, ...) and the client, driven by an
+adapter, is judged from what the server saw and what its caller was told.
+
+    wsmode certify-client --client openai-python         # a bundled adapter (suites/clients/)
+    wsmode certify-client --adapter "node my-adapter.mjs" --name my-client
+    wsmode certify-client --client openai-python -k upgrade --jobs 2
+    wsmode certify-client --list                         # the cases, with levels and sources
+    wsmode certify-client --matrix                       # re-render results/clients/MATRIX.md
+
+The adapter contract (environment, JSON task on stdin, JSON lines on stdout) is in
+suites/clients/README.md. Certificates go to <results>/clients/<client>/<timestamp>/
+(report.json/html/md, junit.xml), and results/clients/MATRIX.md is re-rendered.
+Exit status: 0 when no case is FAIL or ERROR (with --strict, none NON-STRICT), 1 otherwise,
+2 for usage errors (an unknown client, a client that is not installed).
+"""
+
+
+def _register_certify_client(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    parser = subparsers.add_parser(
+        "certify-client",
+        help="certify a client of WebSocket mode against scripted server behaviours",
+        description=CERTIFY_CLIENT_DOC,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument("--client", metavar="NAME", help="a bundled client profile (suites/clients)")
+    who.add_argument("--adapter", metavar="COMMAND", help="an adapter command (shell words)")
+    parser.add_argument("--name", default=None, help="--adapter: the client's name in reports")
+    parser.add_argument("--version-label", default=None, metavar="V", help="the client's version")
+    parser.add_argument("-k", dest="keyword", default=None, metavar="EXPR", help="select cases")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--matrix", action="store_true", help="only re-render the client matrix")
+    parser.add_argument("--jobs", type=int, default=1, help="cases run side by side (default 1)")
+    parser.add_argument(
+        "--slow-ttft-s", type=float, default=20.0, help="the slow-TTFT case's first-token delay"
+    )
+    parser.add_argument(
+        "--lifetime-s", type=float, default=1.0, help="the shortened connection lifetime"
+    )
+    parser.add_argument(
+        "--case-timeout-s", type=float, default=30.0, help="each case's bound beyond its waits"
+    )
+    parser.add_argument("--strict", action="store_true", help="NON-STRICT verdicts fail the run")
+    parser.add_argument("--results", default="results", metavar="DIR", help="results root")
+    parser.add_argument("--label", default="certify-client")
+    parser.add_argument("--no-report", action="store_true", help="write no report files")
+    parser.add_argument("--full-wire-log", action="store_true", help="keep every frame")
+    parser.set_defaults(handler=certify_client_main)
+
+
+def certify_client_main(args: argparse.Namespace) -> int:
+    import shlex
+
+    from harness.conformance.clients import certify
+    from harness.conformance.clients.catalogue import Timings
+    from harness.conformance.clients.profiles import (
+        ClientProfileError,
+        client_from_profile,
+        load_profile,
+    )
+    from harness.conformance.clients.runner import ClientUnderTest, select_cases
+
+    results_root = Path(args.results)
+    if args.list:
+        print(certify.case_list())
+        return 0
+    if args.matrix:
+        certify.print_matrix(results_root / "clients")
+        return 0
+    cases = select_cases(args.keyword)
+    if not cases:
+        return usage_error(CERTIFY_CLIENT, f"no case matches -k {args.keyword!r} (see --list)")
+    if args.jobs < 1 or args.slow_ttft_s <= 0 or args.lifetime_s <= 0 or args.case_timeout_s <= 0:
+        return usage_error(CERTIFY_CLIENT, "--jobs and the times must be positive")
+    if args.adapter:
+        command = tuple(shlex.split(args.adapter))
+        if not command:
+            return usage_error(CERTIFY_CLIENT, "--adapter needs a command")
+        client = ClientUnderTest(args.name or Path(command[-1]).stem, command, args.version_label)
+    elif args.client:
+        try:
+            client = client_from_profile(load_profile(args.client))
+        except ClientProfileError as exc:
+            return usage_error(CERTIFY_CLIENT, str(exc))
+    else:
+        return usage_error(CERTIFY_CLIENT, "name a --client or an --adapter (or --list)")
+    timings = Timings(
+        slow_ttft_s=args.slow_ttft_s, lifetime_s=args.lifetime_s, case_timeout_s=args.case_timeout_s
+    )
+    return certify.certify(
+        client,
+        cases,
+        timings,
+        jobs=args.jobs,
+        strict=args.strict,
+        results_root=None if args.no_report else results_root,
+        label=args.label,
+        full_wire_log=args.full_wire_log,
+    )
 
 
 def _register_check(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

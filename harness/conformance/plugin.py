@@ -62,9 +62,7 @@ from harness.conformance.wirelog import (
     DEFAULT_MAX_CHARS,
     FULL_MAX_CHARS,
     RecordingWsClient,
-    collapse_deltas,
-    keep_ends,
-    shorten_json,
+    wire_log_for,
 )
 from harness.results.schema import finish_result, new_result, utc_now_iso
 from harness.results.store import timestamp_slug
@@ -72,9 +70,6 @@ from harness.transport.liveness import probe
 
 REFERENCE_PROFILE = target_profile_path("reference")
 BACKSTOP_S = 15.0  # pytest-timeout = case timeout + this
-# Frames of a case that did not fail are shortened to this (cited members kept whole).
-PASSING_FRAME_CHARS = 512
-PASSING_HEAD_ROWS, PASSING_TAIL_ROWS = 40, 10  # ... and at most this many rows
 
 _STATE = pytest.StashKey["CertifyState"]()
 _CTX = pytest.StashKey[CaseContext]()
@@ -455,19 +450,6 @@ def _record(
             **({"not_run": True} if not_run else {}),
         }
     )
-
-
-def wire_log_for(entries: list[dict[str, Any]], verdict: Verdict, *, full: bool) -> list[Any]:
-    """Full for FAIL and ERROR cases (and with --full-wire-log), delta runs collapsed elsewhere."""
-    if full or verdict in (Verdict.FAIL, Verdict.ERROR):
-        return list(entries)
-    shortened = [
-        {**e, "data": shorten_json(str(e["data"]), PASSING_FRAME_CHARS)}
-        if e["kind"] == "text"
-        else e
-        for e in collapse_deltas(entries)
-    ]
-    return keep_ends(shortened, PASSING_HEAD_ROWS, PASSING_TAIL_ROWS)
 
 
 def _record_setup_error(

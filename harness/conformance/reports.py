@@ -43,9 +43,12 @@ VERDICT_COLOURS = {
 
 
 # -- writing one target's run -------------------------------------------------------------------
-def run_directory(root: str | Path, target_name: str, started_at: str) -> Path:
-    """`<root>/certify/<target>/<timestamp>/`, made unique with `-2`, `-3`, ... when taken."""
-    base = Path(root) / "certify" / slug(target_name) / timestamp_slug(started_at)
+def run_directory(
+    root: str | Path, target_name: str, started_at: str, *, area: str = "certify"
+) -> Path:
+    """`<root>/<area>/<target>/<timestamp>/` (area: certify, or clients for client
+    certificates), made unique with `-2`, `-3`, ... when taken."""
+    base = Path(root) / area / slug(target_name) / timestamp_slug(started_at)
     candidate, n = base, 1
     while True:
         try:
@@ -179,6 +182,9 @@ def _verdict(verdict: str) -> str:
 
 def _anchor(case_id: str) -> str:
     return "case-" + "".join(ch if ch.isalnum() or ch in "-._" else "_" for ch in case_id)
+
+
+case_anchor = _anchor  # the id of a case's section in report.html (the client matrix links it)
 
 
 def render_html(result: Mapping[str, Any], *, strict: bool) -> str:

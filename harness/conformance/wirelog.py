@@ -202,6 +202,25 @@ def keep_ends(entries: list[dict[str, Any]], head: int, tail: int) -> list[dict[
     return [*entries[:head], marker, *entries[-tail:]]
 
 
+# A case that did not fail keeps a shortened wire log: frames cut to this many characters (the
+# members verdicts cite kept whole) and at most this many first and last rows.
+PASSING_FRAME_CHARS = 512
+PASSING_HEAD_ROWS, PASSING_TAIL_ROWS = 40, 10
+
+
+def wire_log_for(entries: list[dict[str, Any]], verdict: str, *, full: bool) -> list[Any]:
+    """Full for FAIL and ERROR cases (and with --full-wire-log), delta runs collapsed elsewhere."""
+    if full or verdict in ("FAIL", "ERROR"):
+        return list(entries)
+    shortened = [
+        {**e, "data": shorten_json(str(e["data"]), PASSING_FRAME_CHARS)}
+        if e["kind"] == "text"
+        else e
+        for e in collapse_deltas(entries)
+    ]
+    return keep_ends(shortened, PASSING_HEAD_ROWS, PASSING_TAIL_ROWS)
+
+
 class WireLog:
     def __init__(self, *, start_ns: int | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> None:
         self.start_ns = start_ns if start_ns is not None else time.perf_counter_ns()

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from pathlib import Path
 
+from harness.report.board_clients import render_clients_html, render_clients_markdown
 from harness.report.board_rows import (
     RANK_MODE,
     SPEEDUP_BASELINE,
@@ -295,7 +296,12 @@ def render_html(board: Board, runs: Sequence[Run], *, title: str) -> str:
             "output event (an item announcement counts), not to the first token.</p>"
         )
     # each section its own function, in page order
-    for section in (_groups_html(board), _certified_only_html(board), _plots_html(board)):
+    for section in (
+        _groups_html(board),
+        _certified_only_html(board),
+        render_clients_html(runs),  # client certificates (wsmode certify-client)
+        _plots_html(board),
+    ):
         body += section
     body += _runs_html(runs)
     return html_page(title=title, css=_CSS, body=body)
@@ -334,6 +340,7 @@ def render_markdown(board: Board, runs: Sequence[Run], *, title: str) -> str:
     if board.certified_only:
         lines += ["", "## Certified, no latency run", ""]
         lines += _markdown_table(board.certified_only)
+    lines += render_clients_markdown(runs)
     return "\n".join(lines) + "\n"
 
 

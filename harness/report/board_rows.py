@@ -31,6 +31,7 @@ from harness.results.identity import canonical_target, version_number
 from harness.results.schema import (
     SCHEMA_VERSION,
     TTFT_DEFINITIONS,
+    is_client_certificate,
     parse_time,
     ttft_definition,
 )
@@ -166,6 +167,8 @@ def build_board(runs: Sequence[Run], *, seed: int = 0) -> Board:
     grouped: dict[str, dict[str, Row]] = {}
     kinds: dict[str, tuple[str, str]] = {}
     for run in runs:
+        if is_client_certificate(run.result):  # a client's: the board's clients section
+            continue
         if run.kind == "certify":
             certify.setdefault(run.identity, []).append(run)
             continue

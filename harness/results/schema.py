@@ -168,6 +168,16 @@ def certify_summary(cases: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 # -- reading -----------------------------------------------------------------------------------
+def is_client_certificate(result: Mapping[str, Any]) -> bool:
+    """A certify result about a client (`wsmode certify-client`), not a server."""
+    config = result.get("config")
+    return (
+        result.get("kind") == "certify"
+        and isinstance(config, Mapping)
+        and (config.get("subject") == "client")
+    )
+
+
 def dumps_result(result: Mapping[str, Any]) -> str:
     """Serialize (NaN/Infinity refused: they are not JSON)."""
     try:

@@ -1,0 +1,56 @@
+"""The adapter contract's plumbing for Python adapters (stdlib only: it runs in each client's
+own environment). The contract itself: suites/clients/README.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+BASE_URL = os.environ.get("WSMODE_CLIENT_BASE_URL", "")
+WS_URL = os.environ.get("WSMODE_CLIENT_WS_URL", "")
+API_KEY = os.environ.get("WSMODE_CLIENT_API_KEY", "")
+HOME = os.environ.get("WSMODE_CLIENT_HOME", "")
+
+
+def read_task() -> dict[str, Any]:
+    task: dict[str, Any] = json.loads(sys.stdin.readline())
+    return task
+
+
+def emit(line: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+
+
+def hello(client: str, version: str) -> None:
+    emit({"client": client, "version": version})
+
+
+def wait(turn: dict[str, Any]) -> None:
+    time.sleep(turn.get("delay_ms", 0) / 1000)
+
+
+def user_message(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def assistant_message(text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text}],
+    }
+
+
+def error_line(turn: int, exc: BaseException | None = None, **error: Any) -> dict[str, Any]:
+    """An error outcome; with an exception, its type and message (and an HTTP status if any)."""
+    if exc is not None:
+        error.setdefault("message", f"{type(exc).__name__}: {exc}")
+        response = getattr(exc, "response", None)
+        status = getattr(exc, "status_code", None) or getattr(response, "status_code", None)
+        if isinstance(status, int):
+            error.setdefault("status", status)
+    return {"turn": turn, "status": "error", "error": error}

@@ -1,0 +1,339 @@
+"""A tiny client of the adapter contract, well behaved unless told to break (`--break MODE`).
+
+Raw `websockets` (sync) and urllib: a conversation over one socket with previous_response_id,
+HTTP fallback on 426, Retry-After on 429, one retry of a create that never reached the server,
+a full-context resend after previous_response_not_found, a fresh connection after a lost one,
+FIFO attribution of queued creates and lanes by stream_id. Each `--break` mode reproduces one
+failure mode seen in real clients, so the tests can show every case catching its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
+from websockets.sync.client import ClientConnection, connect
+
+TERMINAL = ("response.completed", "response.failed", "response.incomplete")
+BREAKS = (
+    "hang-on-error",  # waits on after an error event (opencode#50848)
+    "crash-on-string-error",  # reads error["code"] of a string error (opencode)
+    "drop-failed-code",  # response.failed without its code (pipecat#5575)
+    "incomplete-as-completed",  # response.incomplete taken for success (livekit#7013)
+    "no-full-context",  # previous_response_not_found passed on, never resent (Effect)
+    "retry-storm",  # retries a refused upgrade six times (codex on 404/405)
+    "no-retry-before-101",  # a close before 101 is an error (openai-agents-python#4780)
+    "replay-after-drop",  # a create cut mid-stream is resent silently
+    "no-reconnect",  # a lost socket stays lost
+    "strict-events",  # an unknown event type is a crash
+    "lifo",  # queued answers given out last-in first-out
+    "lane-blind",  # errors reported without their stream_id (openai-node)
+    "short-timeout",  # gives up on the first token after 0.5 s
+    "flat-error-blind",  # reads the code of nested errors only
+    "no-status",  # a refused upgrade's status and code are lost
+)
+
+
+class Lost(Exception):
+    """The socket went away; `sent` says whether the create had left."""
+
+    def __init__(self, sent: bool) -> None:
+        super().__init__("connection lost")
+        self.sent = sent
+
+
+class Refused(Exception):
+    def __init__(self, status: int, code: str | None, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
+
+
+def emit(line: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+
+
+def text_of(response: dict[str, Any]) -> str:
+    return "".join(
+        part.get("text", "")
+        for item in response.get("output") or []
+        if item.get("type") == "message"
+        for part in item.get("content") or []
+        if part.get("type") == "output_text"
+    )
+
+
+def message(role: str, text: str) -> dict[str, Any]:
+    kind = "input_text" if role == "user" else "output_text"
+    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+
+class Client:
+    def __init__(self, task: dict[str, Any], broken: str | None) -> None:
+        self.task, self.broken = task, broken
+        self.ws: ClientConnection | None = None
+        self.http_only = False
+        self.history: list[dict[str, Any]] = []  # the completed turns' messages
+        self.previous: str | None = None
+        self.fresh = True  # no parent on this socket: send the whole history
+        self.read_timeout = 0.5 if broken == "short-timeout" else task["timeout_s"]
+
+    # -- connecting ------------------------------------------------------------------------
+    def socket(self) -> ClientConnection:
+        if self.ws is not None:
+            return self.ws
+        attempts = 6 if self.broken == "retry-storm" else 3
+        for attempt in range(attempts):
+            try:
+                self.ws = connect(
+                    os.environ["WSMODE_CLIENT_WS_URL"],
+                    additional_headers={
+                        "Authorization": f"Bearer {os.environ['WSMODE_CLIENT_API_KEY']}"
+                    },
+                    open_timeout=10,
+                    max_size=None,
+                )
+                self.fresh = True
+                return self.ws
+            except InvalidStatus as exc:
+                refused = refusal(exc)
+                if self.broken == "retry-storm" and attempt < attempts - 1:
+                    time.sleep(0.05)
+                    continue
+                if refused.status == 429 and attempt < attempts - 1:
+                    time.sleep(refused.retry_after)
+                    continue
+                raise refused from None
+            except (InvalidMessage, EOFError, OSError):
+                if self.broken == "no-retry-before-101" or attempt == attempts - 1:
+                    raise Lost(sent=False) from None
+        raise Lost(sent=False)
+
+    # -- one turn ----------------------------------------------------------------------------
+    def turn(self, index: int, text: str) -> None:
+        user = message("user", text)
+        try:
+            outcome = self.run_turn(user)
+        except Refused as exc:
+            if exc.status == 426 and self.broken != "no-status":
+                self.http_only = True
+                outcome = self.http_turn(user)
+            else:
+                status = None if self.broken == "no-status" else exc.status
+                code = None if self.broken == "no-status" else exc.code
+                err = {"status": status, "code": code, "message": exc.message}
+                outcome = {"status": "error", "error": err}
+        except Lost:
+            outcome = {"status": "error", "error": {"message": "the connection was lost"}}
+        emit({"turn": index, **outcome})
+        if outcome["status"] == "completed":
+            self.history += [user, message("assistant", outcome["text"])]
+            self.previous = outcome["response_id"]
+
+    def run_turn(self, user: dict[str, Any]) -> dict[str, Any]:
+        if self.http_only:
+            return self.http_turn(user)
+        for _ in range(3):
+            try:
+                return self.ws_turn(user)
+            except Lost as lost:
+                self.ws = None
+                if lost.sent and self.broken != "replay-after-drop":
+                    raise
+                if self.broken in ("no-reconnect", "no-retry-before-101"):
+                    raise
+        raise Lost(sent=False)
+
+    def create(self, user: dict[str, Any], *, full: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": "response.create",
+            "model": self.task["model"],
+            "instructions": self.task["instructions"],
+            "store": self.task["store"],
+        }
+        if full or self.previous is None or (self.fresh and not self.task["store"]):
+            body["input"] = [*self.history, user]
+        else:
+            body["input"] = [user]
+            body["previous_response_id"] = self.previous
+        return body
+
+    def ws_turn(self, user: dict[str, Any], *, full: bool = False) -> dict[str, Any]:
+        ws = self.socket()
+        try:
+            ws.send(json.dumps(self.create(user, full=full)))
+        except ConnectionClosed:
+            raise Lost(sent=False) from None
+        self.fresh = False
+        outcome = self.read_response(ws)
+        error = outcome.get("error") or {}
+        missed = outcome["status"] == "error" and error.get("code") == "previous_response_not_found"
+        if missed and self.broken != "no-full-context":
+            return self.ws_turn(user, full=True)
+        return outcome
+
+    def read_response(self, ws: ClientConnection, lane: str | None = None) -> dict[str, Any]:
+        text = ""
+        while True:
+            event = self.next_event(ws)
+            kind = event.get("type")
+            if kind == "error":
+                if self.broken == "hang-on-error":
+                    continue
+                if "sequence_number" in event:  # inside a response: response.failed follows
+                    continue
+                return {"status": "error", "error": self.error_of(event)}
+            if kind == "response.output_text.delta":
+                text += event.get("delta", "")
+            elif kind in TERMINAL:
+                return self.terminal(event, text)
+            elif not str(kind).startswith("response.") and self.broken == "strict-events":
+                raise RuntimeError(f"unknown event type {kind!r}")
+
+    def next_event(self, ws: ClientConnection) -> dict[str, Any]:
+        try:
+            return dict(json.loads(ws.recv(timeout=self.read_timeout)))
+        except ConnectionClosed:
+            raise Lost(sent=True) from None
+
+    def error_of(self, event: dict[str, Any]) -> dict[str, Any]:
+        payload = event.get("error")
+        if self.broken == "crash-on-string-error":
+            return {"code": payload["code"]}  # type: ignore[index]
+        if isinstance(payload, str):
+            return {"message": payload, "stream_id": event.get("stream_id")}
+        if payload is None:  # the flat shape
+            if self.broken == "flat-error-blind":
+                return {"message": "error"}
+            payload = event
+        stream_id = None if self.broken == "lane-blind" else event.get("stream_id")
+        return {
+            "code": payload.get("code"),
+            "message": payload.get("message"),
+            "status": event.get("status"),
+            "stream_id": stream_id,
+        }
+
+    def terminal(self, event: dict[str, Any], text: str) -> dict[str, Any]:
+        response = event["response"]
+        kind = event["type"]
+        if kind == "response.completed" or (
+            kind == "response.incomplete" and self.broken == "incomplete-as-completed"
+        ):
+            return {"status": "completed", "response_id": response["id"], "text": text_of(response)}
+        if kind == "response.incomplete":
+            reason = (response.get("incomplete_details") or {}).get("reason")
+            return {
+                "status": "incomplete",
+                "response_id": response["id"],
+                "incomplete_reason": reason,
+            }
+        error = dict(response.get("error") or {})
+        if self.broken == "drop-failed-code":
+            error.pop("code", None)
+        return {"status": "failed", "response_id": response["id"], "error": error}
+
+    # -- HTTP fallback -------------------------------------------------------------------------
+    def http_turn(self, user: dict[str, Any]) -> dict[str, Any]:
+        body = {
+            "model": self.task["model"],
+            "instructions": self.task["instructions"],
+            "store": self.task["store"],
+            "input": [*self.history, user],
+        }
+        request = urllib.request.Request(
+            os.environ["WSMODE_CLIENT_BASE_URL"] + "/responses",
+            data=json.dumps(body).encode(),
+            headers={
+                "Authorization": f"Bearer {os.environ['WSMODE_CLIENT_API_KEY']}",
+                "Content-Type": "application/json",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=self.task["timeout_s"]) as answer:
+            response = json.loads(answer.read())
+        return {"status": "completed", "response_id": response["id"], "text": text_of(response)}
+
+    # -- parallel: queued creates or lanes ---------------------------------------------------------
+    def parallel(self) -> None:
+        turns = self.task["turns"]
+        try:
+            ws = self.socket()
+        except Refused as exc:
+            for i in range(len(turns)):
+                emit({"turn": i, "status": "error", "error": {"status": exc.status}})
+            return
+        for turn in turns:
+            body = self.create(message("user", turn["input"]), full=True)
+            if turn.get("stream_id"):
+                body["stream_id"] = turn["stream_id"]
+            ws.send(json.dumps(body))
+        waiting = list(range(len(turns)))
+        if self.broken == "lifo":
+            waiting.reverse()
+        lanes = {t["stream_id"]: i for i, t in enumerate(turns) if t.get("stream_id")}
+        texts: dict[int, str] = {}
+        by_response: dict[str, int] = {}
+        while waiting:
+            event = self.next_event(ws)
+            kind, lane = event.get("type"), event.get("stream_id")
+            owner = lanes.get(lane) if lane in lanes else None
+            if kind == "response.created":
+                owner = owner if owner is not None else waiting[0]
+                by_response[event["response"]["id"]] = owner
+                continue
+            if kind == "error":
+                owner = owner if owner is not None else waiting[0]
+                emit({"turn": owner, "status": "error", "error": self.error_of(event)})
+                waiting.remove(owner)
+                continue
+            response = event.get("response") or {}
+            owner = by_response.get(response.get("id", ""), owner)
+            if kind == "response.output_text.delta" and owner is not None:
+                texts[owner] = texts.get(owner, "") + event.get("delta", "")
+            if kind in TERMINAL and owner is not None:
+                emit({"turn": owner, **self.terminal(event, texts.get(owner, ""))})
+                waiting.remove(owner)
+
+
+def refusal(exc: InvalidStatus) -> Refused:
+    response = exc.response
+    code, text = None, response.reason_phrase
+    try:
+        error = json.loads(response.body or b"{}").get("error") or {}
+        code, text = error.get("code"), error.get("message", text)
+    except ValueError:
+        pass
+    retry_after = float(response.headers.get("Retry-After", "1"))
+    return Refused(response.status_code, code, text, retry_after)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--break", dest="broken", choices=BREAKS, default=None)
+    args = parser.parse_args()
+    task = json.loads(sys.stdin.readline())
+    emit({"client": "wsmode-test-adapter", "version": args.broken or "well-behaved"})
+    client = Client(task, args.broken)
+    if task["parallel"]:
+        client.parallel()
+        return 0
+    for index, turn in enumerate(task["turns"]):
+        time.sleep(turn["delay_ms"] / 1000)
+        try:
+            client.turn(index, turn["input"])
+        except TimeoutError:
+            emit({"turn": index, "status": "error", "error": {"message": "client timeout"}})
+    if client.ws is not None:
+        client.ws.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""`wsmode certify-client` end to end: the certificate in the servers' formats, the client
+matrix, exit statuses, usage errors, and the bundled openai-python adapter (CI certifies it)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from harness.cli import main
+from harness.conformance.clients.catalogue import CASES
+from harness.results.schema import load_result
+
+ADAPTER = Path(__file__).with_name("adapter.py")
+FAST = ["--slow-ttft-s", "1", "--lifetime-s", "0.4", "--case-timeout-s", "10"]
+
+
+def _run(argv: list[str], capsys: Any) -> tuple[int, str, str]:
+    try:
+        status = main(argv)
+    except SystemExit as exc:
+        status = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_a_run_writes_the_certificate_and_the_matrix(tmp_path: Path, capsys: Any) -> None:
+    adapter = f"{sys.executable} {ADAPTER}"
+    argv = ["certify-client", "--adapter", adapter, "--name", "tiny", "--results", str(tmp_path)]
+    status, out, _ = _run([*argv, *FAST, "-k", "conversation or fifo"], capsys)
+    assert status == 0, out
+    assert "PASS" in out and "3.3.client.conversation" in out
+    run_dir = next((tmp_path / "clients" / "tiny").iterdir())
+    result = load_result(run_dir / "report.json")  # a valid wsmode-results certify file
+    assert result["config"]["subject"] == "client"
+    assert result["target"]["version"] == "well-behaved"  # the adapter's hello line
+    cases = {c["id"]: c for c in result["certify"]["cases"]}
+    assert set(cases) == {"3.3.client.conversation", "5.2.client.queued-fifo"}
+    assert cases["3.3.client.conversation"]["wire_log"]  # the frames the server saw
+    assert cases["3.3.client.conversation"]["sources"]
+    suite = ET.parse(run_dir / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "0"
+    assert "tiny" in (run_dir / "report.html").read_text(encoding="utf-8")
+    matrix = (tmp_path / "clients" / "MATRIX.md").read_text(encoding="utf-8")
+    assert "| **tiny well-behaved** |" in matrix
+    assert (tmp_path / "clients" / "matrix.html").is_file()
+
+
+def test_a_broken_client_fails_the_run(tmp_path: Path, capsys: Any) -> None:
+    adapter = f"{sys.executable} {ADAPTER} --break lifo"
+    argv = ["certify-client", "--adapter", adapter, "--name", "lifo", "--no-report"]
+    status, out, _ = _run([*argv, *FAST, "-k", "fifo"], capsys)
+    assert status == 1
+    assert "FAIL" in out and "[client.fifo]" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--client", "no-such-client"], "no client profile 'no-such-client'"),
+        (["--client", "openai-python", "-k", "no-such-case"], "no case matches"),
+        ([], "name a --client or an --adapter"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(argv: list[str], message: str, capsys: Any) -> None:
+    status, out, err = _run(["certify-client", *argv], capsys)
+    assert status == 2 and out == ""
+    assert message in err.strip().splitlines()[-1]
+
+
+def test_list_shows_every_case_with_its_level_and_sources(capsys: Any) -> None:
+    status, out, _ = _run(["certify-client", "--list"], capsys)
+    assert status == 0
+    for case in CASES:
+        assert case.id in out
+    assert out.count("sources:") == len(CASES)
