@@ -31,7 +31,19 @@ class SuiteRun:
         return {c["id"]: c for c in self.report(name_part)["certify"]["cases"]}
 
 
-def run_suites(root: Path, *args: str, timeout_s: float = 240.0) -> SuiteRun:
+# A whole `pytest suites` run in a subprocess: tens of seconds on a quiet machine, minutes on a
+# busy one. The bounds below only catch a hang (a bug), so they are far above either.
+SUITE_RUN_TIMEOUT_S = 600.0
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that run the suites get a backstop above the subprocess's own bound."""
+    for item in items:
+        if "suites" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(SUITE_RUN_TIMEOUT_S + 60))
+
+
+def run_suites(root: Path, *args: str, timeout_s: float = SUITE_RUN_TIMEOUT_S) -> SuiteRun:
     """Run `pytest suites` with `args`; the timeout only guards against a hang (a bug)."""
     results = root / "results"
     command = [
@@ -61,7 +73,7 @@ def suites(tmp_path: Path) -> Any:
     """`suites(*args)` runs the suites; each call gets its own results directory."""
     calls = [0]
 
-    def run(*args: str, timeout_s: float = 240.0) -> SuiteRun:
+    def run(*args: str, timeout_s: float = SUITE_RUN_TIMEOUT_S) -> SuiteRun:
         calls[0] += 1
         return run_suites(tmp_path / f"run{calls[0]}", *args, timeout_s=timeout_s)
 
