@@ -366,6 +366,13 @@ class ResponseAccumulator:
             rule = "lifecycle.first_event" if self.phase is Phase.IDLE else "lifecycle.order"
             self._violate(rule, f"{event_type} not allowed in phase '{self.phase.value}'", event)
             return False
+        if self.phase is Phase.CREATED and event_type == "response.completed":
+            self._violate(
+                "lifecycle.no_in_progress",
+                "response.completed straight after response.created (a warm-up as gateways "
+                "send it)",
+                event,
+            )
         self.phase = after
         return True
 

@@ -33,6 +33,10 @@ RESPONSE_TRANSITIONS: Final[dict[tuple[Phase, str], Phase]] = {
     (Phase.CREATED, "response.queued"): Phase.QUEUED,
     (Phase.CREATED, "response.in_progress"): Phase.IN_PROGRESS,
     (Phase.CREATED, "response.failed"): Phase.DONE,  # early failure: created(0), failed(1)
+    # A warm-up (generate:false) as the gateways send it and codex accepts: created(0),
+    # completed(1), no in_progress (PROTOCOL.md §2.1). Valid; the accumulator notes it (INFO) and
+    # the warm-up case judges the missing in_progress at SHOULD level.
+    (Phase.CREATED, "response.completed"): Phase.DONE,
     (Phase.CREATED, "error"): Phase.ERRORED,
     (Phase.IN_PROGRESS, OUTPUT_EVENT): Phase.IN_PROGRESS,
     (Phase.IN_PROGRESS, "response.in_progress"): Phase.IN_PROGRESS,

@@ -35,6 +35,12 @@ RULES: dict[str, tuple[StreamRuleLevel, str]] = {
     "lifecycle.first_event": ("MUST", "a response starts with response.created"),
     "lifecycle.order": ("MUST", "events follow the lifecycle grammar of PROTOCOL.md §3.3"),
     "lifecycle.after_terminal": ("MUST", "nothing follows the response's terminal event"),
+    "lifecycle.no_in_progress": (
+        "INFO",
+        "response.completed may follow response.created with no response.in_progress between: "
+        "a warm-up (generate:false) as released gateways send it and codex accepts (PROTOCOL.md "
+        "§2.1; the warm-up case judges it at SHOULD level)",
+    ),
     "response.id_stable": ("MUST", "the response id never changes within a response"),
     "response.schema": ("MUST", "the Response object has its required members"),
     "response.status": ("SHOULD", "the terminal's response.status matches the terminal type"),

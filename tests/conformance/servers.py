@@ -3,6 +3,11 @@
 `CannedServer(mode)` answers every `response.create` with one fixed text response, and in each
 mode breaks something: it stalls, sends garbage, closes, sends a binary frame, or (mode "ok")
 behaves. It runs its own event loop in a thread so a `pytest suites` subprocess can use it.
+
+`GatewayProxy(upstream)` is a gateway in front of a real upstream (the reference server): it
+relays every frame both ways and, as the released gateways do (PROTOCOL.md §2.1), answers a
+warm-up (`generate: false`) with `response.created` then `response.completed`, no
+`response.in_progress` between them.
 """
 
 from __future__ import annotations
@@ -12,11 +17,12 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
+from websockets.asyncio.client import connect
 from websockets.asyncio.server import ServerConnection, serve
 
-from harness.protocol.events import response_object
+from harness.protocol.events import TERMINAL_TYPES, response_object
 
 MODES = (
     "ok",
@@ -148,10 +154,80 @@ def _err(code: str) -> dict[str, Any]:
     return {"type": "invalid_request_error", "code": code, "message": code, "param": None}
 
 
+class GatewayProxy:
+    """A gateway that warms up without response.in_progress (module docstring)."""
+
+    def __init__(self, upstream_ws_url: str) -> None:
+        self.upstream = upstream_ws_url
+        self.port = 0
+        self.warmups = 0  # warm-ups answered without in_progress
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/v1/responses"
+
+    async def handler(self, ws: ServerConnection) -> None:
+        key = ws.request.headers.get("Authorization") if ws.request is not None else None
+        headers = {"Authorization": key} if key else None
+        async with connect(self.upstream, additional_headers=headers, max_size=None) as upstream:
+            warm_ups: list[bool] = []  # one per create sent, in order (the lane is FIFO)
+
+            async def to_upstream() -> None:
+                async for message in ws:
+                    try:
+                        frame = json.loads(message)
+                    except ValueError:
+                        frame = None
+                    if isinstance(frame, dict) and frame.get("type") == "response.create":
+                        warm_ups.append(frame.get("generate") is False)
+                    await upstream.send(message)
+                await upstream.close()
+
+            async def to_client() -> None:
+                dropped = 0
+                async for message in upstream:
+                    event = json.loads(message)
+                    kind = event.get("type")
+                    warm = bool(warm_ups) and warm_ups[0]
+                    if kind == "response.created":
+                        dropped = 0
+                    if warm and kind == "response.in_progress":
+                        dropped += 1
+                        continue
+                    if isinstance(event.get("sequence_number"), int):
+                        event["sequence_number"] -= dropped
+                    refused = kind == "error" and "sequence_number" not in event
+                    if warm_ups and (kind in TERMINAL_TYPES or refused):
+                        self.warmups += warm_ups.pop(0)
+                    await ws.send(json.dumps(event))
+
+            tasks = [asyncio.create_task(to_upstream()), asyncio.create_task(to_client())]
+            try:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in tasks:
+                    task.cancel()
+
+
+@contextmanager
+def running_gateway(upstream_ws_url: str) -> Iterator[GatewayProxy]:
+    """Start a GatewayProxy in front of `upstream_ws_url` in a thread; stop it afterwards."""
+    with _serving(GatewayProxy(upstream_ws_url)) as gateway:
+        yield gateway
+
+
 @contextmanager
 def running(mode: str) -> Iterator[CannedServer]:
     """Start a CannedServer on a free loopback port in a thread; stop it afterwards."""
-    server = CannedServer(mode)
+    with _serving(CannedServer(mode)) as server:
+        yield server
+
+
+Served = TypeVar("Served", CannedServer, GatewayProxy)
+
+
+@contextmanager
+def _serving(server: Served) -> Iterator[Served]:
     ready = threading.Event()
     stop: dict[str, Any] = {}
 
@@ -169,7 +245,7 @@ def running(mode: str) -> Iterator[CannedServer]:
     thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
     thread.start()
     if not ready.wait(10):
-        raise RuntimeError("canned server did not start")
+        raise RuntimeError("test server did not start")
     try:
         yield server
     finally:
