@@ -1,6 +1,6 @@
-"""A gateway that warms up as the released ones do (created -> completed, no in_progress, PROTOCOL.md
-§2.1): `bench --prewarm` runs every rollout through it, `wsmode record` keeps every turn of a
-codex-style session, and `wsmode check` finds no MUST violation in its traffic.
+"""A gateway that warms up as the released ones do (created -> completed, no in_progress,
+PROTOCOL.md §2.1): `bench --prewarm` runs every rollout through it, `wsmode record` keeps every
+turn of a codex-style session, and `wsmode check` finds no MUST violation in its traffic.
 
 One reference server and one gateway in front of it serve the module.
 """
