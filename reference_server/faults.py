@@ -104,6 +104,11 @@ class Faults:
     ignore_named_tool_choice: bool = _fault(
         "behaviour", "a named tool_choice is ignored: the model answers in text"
     )
+    queue_injects: bool = _fault(
+        "behaviour",
+        "response.inject waits behind the response it targets (as in a lane's FIFO): a "
+        "multi-agent response waiting for that tool output deadlocks",
+    )
 
     @classmethod
     def from_names(cls, names: Iterable[str]) -> Faults:

@@ -111,7 +111,11 @@ class WebSocketSession:
             {INJECT} if self.config.multi_agent else set()
         )
         self.accepted = CLIENT_EVENT_TYPES | beta  # client event types this server serves
-        self.interjections = Interjections(self.send, self._spawn) if beta else None
+        self.interjections = (
+            Interjections(self.send, self._spawn, queue_injects=self.faults.queue_injects)
+            if beta
+            else None
+        )
 
     # -- lifecycle ------------------------------------------------------------------------
     async def run(self) -> None:

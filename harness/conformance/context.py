@@ -218,6 +218,10 @@ class Conn:
     ) -> CaseExchange:
         return await self.read(await self.send(body), timeout_s=timeout_s)
 
+    async def send_event(self, event: Mapping[str, Any]) -> None:
+        """Send any client event as is (a steer, an inject: PROTOCOL.md §2.2)."""
+        await self.client.send_json(event)
+
     async def next_event(self, *, timeout_s: float | None = None) -> TimedEvent:
         timed = await self.client.recv(timeout_s or self.ctx.event_timeout_s)
         self.stream.feed(timed.event)
@@ -544,10 +548,11 @@ class CaseContext:
             self.fail(rule_id, f"{what}: the socket closed ({exc.code} {exc.reason!r})")
         return self.expect_completed(exchange, rule_id, f"a request {what}")
 
-    def sdk_check(self, events: list[TimedEvent]) -> SdkReport:
+    def sdk_check(self, events: list[TimedEvent], *, beta: bool = False) -> SdkReport:
         """The openai SDK's opinion of one response's events (and any request-level error
-        events among them, validated as models only); findings recorded."""
-        report = check_stream([t.event for t in events])
+        events among them, validated as models only); findings recorded. `beta`: against the
+        SDK's beta event union (steer and inject replies, agent tags; PROTOCOL.md §2.2)."""
+        report = check_stream([t.event for t in events], beta=beta)
         self.rule_ids_seen.extend(("sdk.accumulate", "sdk.event_model"))
         if not report.available:
             self.inform("openai-python is not installed: the SDK check did not run")

@@ -56,6 +56,8 @@ def embedded_target(planned: PlannedTarget) -> Iterator[LiveTarget]:
         ),
         faults=check_fault_names(planned.faults),
         lanes=profile.has("lanes"),  # named lanes (stream_id), limited to the declared count
+        steer=profile.has("steer"),  # the beta client events (PROTOCOL.md §2.2)
+        multi_agent=profile.has("multi_agent"),
     )
     try:
         with contextlib.ExitStack() as stack:

@@ -35,6 +35,7 @@ CATEGORIES: dict[str, str] = {
     "errors": "Errors and limits",
     "http": "HTTP / SSE parity",
     "lanes": "Named lanes (stream_id)",
+    "beta": "Beta extensions (steer, multi-agent inject)",
 }
 
 

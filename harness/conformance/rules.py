@@ -162,6 +162,56 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
         "MUST",
         "a codex-style session (warm-up, then a continuation with new items only) works",
     ),
+    # the 2026 beta client events (PROTOCOL.md §2.2), judged only where a capability is declared
+    "steer.answered": (
+        "MUST",
+        "a steer on a running response is answered: response.steer.accepted naming it, or "
+        "response.steer.failed",
+    ),
+    "steer.outcome": (
+        "MUST",
+        "an accepted steer is never dropped: an automatic successor (its response.created names "
+        "the steered response) or response.steer.pending after the terminal",
+    ),
+    "steer.pending": (
+        "MUST",
+        "response.steer.pending names the calls the response stopped for (required_input) and "
+        "the explicit continuation answering them completes",
+    ),
+    "steer.failed": (
+        "MUST",
+        "a steer that cannot be queued gets response.steer.failed returning its input, with the "
+        "code for the cause (response_not_found, invalid_input)",
+    ),
+    "inject.no_deadlock": (
+        "MUST",
+        "a response.inject is answered while its target waits for that tool output (handled "
+        "at once, never queued behind the response it targets)",
+    ),
+    "inject.commit": (
+        "MUST",
+        "a valid inject is committed (response.inject.created) and the waiting response resumes "
+        "and completes",
+    ),
+    "inject.atomic": (
+        "MUST",
+        "one invalid item rejects the whole inject: response.inject.failed returns the input and "
+        "nothing of it is committed",
+    ),
+    "inject.unknown_target": (
+        "MUST",
+        "an inject naming an unknown or finished response gets response.inject.failed with its "
+        "input returned",
+    ),
+    "inject.finished_code": (
+        "SHOULD",
+        "an inject to a finished response is refused with response_already_completed",
+    ),
+    "beta.answered": (
+        "MAY",
+        "a steer or inject to a target without the capability is answered (an error event, or a "
+        "beta reply reported as information)",
+    ),
 }
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from harness.conformance.model import Finding
 from harness.conformance.rules import rule_level
 from harness.protocol.accumulator import is_flat_error
+from harness.protocol.beta import is_beta_event
 
 # Required by the SDK's models, absent from recorded production streams or optional in the
 # protocol reference (PROTOCOL.md §3.4: `cache_write_tokens?`; §9: recordings of the older API
@@ -49,6 +50,15 @@ def in_progress_item_field(event_type: str, error: Mapping[str, Any]) -> bool:
     web_search_call has no `action` yet) fills it in by its `output_item.done`."""
     loc = tuple(error.get("loc") or ())
     return event_type == "response.output_item.added" and loc[:1] == ("item",)
+
+
+def returned_input(event_type: str, error: Mapping[str, Any]) -> bool:
+    """A field of the input a failed steer or inject returns: the client's input as sent,
+    invalid on purpose when that was why it failed (PROTOCOL.md §2.2)."""
+    loc = tuple(str(part) for part in error.get("loc") or ())
+    if event_type == "response.inject.failed":
+        return loc[:1] == ("input",)
+    return event_type == "response.steer.failed" and loc[:2] == ("steer", "input")
 
 
 def is_structural(error: Mapping[str, Any]) -> bool:
@@ -80,14 +90,43 @@ def sdk_version() -> str | None:
 
 
 @functools.cache
-def _event_models() -> dict[str, Any]:
+def _event_models(beta: bool = False) -> dict[str, Any]:
+    """Event type -> the SDK's model: the WebSocket union, plus with `beta` the beta replies to
+    steer and inject (`client.beta.responses.connect`, PROTOCOL.md §2.2; their own models, not
+    the whole beta union, whose schema takes seconds to build; an `agent` tag is an extra field
+    the WebSocket models accept)."""
     from openai.types.responses.responses_server_event import ResponsesServerEvent
 
     union: Any = ResponsesServerEvent
     if typing.get_origin(union) is typing.Annotated:
         union = typing.get_args(union)[0]
+    members = list(typing.get_args(union))
+    if beta:
+        from openai.types.beta.beta_response_inject_created_event import (
+            BetaResponseInjectCreatedEvent,
+        )
+        from openai.types.beta.beta_response_inject_failed_event import (
+            BetaResponseInjectFailedEvent,
+        )
+        from openai.types.beta.beta_response_steer_accepted_event import (
+            BetaResponseSteerAcceptedEvent,
+        )
+        from openai.types.beta.beta_response_steer_failed_event import (
+            BetaResponseSteerFailedEvent,
+        )
+        from openai.types.beta.beta_response_steer_pending_event import (
+            BetaResponseSteerPendingEvent,
+        )
+
+        members += [
+            BetaResponseSteerAcceptedEvent,
+            BetaResponseSteerPendingEvent,
+            BetaResponseSteerFailedEvent,
+            BetaResponseInjectCreatedEvent,
+            BetaResponseInjectFailedEvent,
+        ]
     models: dict[str, Any] = {}
-    for model in typing.get_args(union):
+    for model in members:
         literal = model.model_fields["type"].annotation
         for value in typing.get_args(literal):
             models[str(value)] = model
@@ -103,10 +142,12 @@ def _finding(rule_id: str, message: str, event: Mapping[str, Any] | None = None)
     return Finding(rule_id, rule_level(rule_id), message, seq if isinstance(seq, int) else None)
 
 
-def validate_events(events: Sequence[Mapping[str, Any]], report: SdkReport) -> None:
+def validate_events(
+    events: Sequence[Mapping[str, Any]], report: SdkReport, *, beta: bool = False
+) -> None:
     from pydantic import ValidationError
 
-    models = _event_models()
+    models = _event_models(beta)
     for event in events:
         event_type = str(event.get("type", ""))
         model = models.get(event_type)
@@ -123,6 +164,8 @@ def validate_events(events: Sequence[Mapping[str, Any]], report: SdkReport) -> N
             strict: list[str] = []
             for error in matching_branch_errors(exc.errors()):
                 loc = ".".join(str(part) for part in error.get("loc", ()))
+                if returned_input(event_type, error):
+                    continue  # the client's own input, returned as sent
                 if not is_structural(error) or in_progress_item_field(event_type, error):
                     report.notes.append(f"{event_type}: {loc}: {error.get('msg')} (tolerated)")
                     continue
@@ -177,8 +220,8 @@ def accumulate(events: Sequence[Mapping[str, Any]], report: SdkReport) -> None:
     state: ResponseStreamState[object] = ResponseStreamState(input_tools=omit, text_format=omit)
     stream_type: Any = ResponseStreamEvent
     for event in events:
-        if event.get("type") == "error":
-            continue  # the SDK surfaces error events to the caller; they carry no state
+        if event.get("type") == "error" or is_beta_event(event):
+            continue  # the SDK surfaces these to the caller (errors, replies): no stream state
         try:
             parsed: Any = construct_type(type_=stream_type, value=dict(event))
             state.handle_event(parsed)
@@ -204,14 +247,15 @@ def warm_up() -> None:
     check_stream([{"type": "response.created", "sequence_number": 0, "response": {}}])
 
 
-def check_stream(events: Sequence[Mapping[str, Any]]) -> SdkReport:
+def check_stream(events: Sequence[Mapping[str, Any]], *, beta: bool = False) -> SdkReport:
     """Both checks over the events of one response; request-level `error` events (a refused
-    create) are validated as models and skipped by the accumulator."""
+    create) and replies to steers and injects are validated as models and skipped by the
+    accumulator. `beta`: validate against the beta union (`BetaResponsesServerEvent`)."""
     try:
         import openai  # noqa: F401
     except ImportError:
         return SdkReport(available=False, notes=["openai-python is not installed"])
     report = SdkReport()
-    validate_events(events, report)
+    validate_events(events, report, beta=beta)
     accumulate(events, report)
     return report

@@ -23,6 +23,8 @@ profile is strict: an unknown key is an error, so a typo never silently disables
     lanes = true                       # stream_id lanes
     scripted_output = false            # reference server only: the `wsmode.script` field
     safety_markers = false             # reference server only: WSMODE-UNSAFE-* markers
+    steer = false                      # beta: response.steer (PROTOCOL.md §2.2)
+    multi_agent = false                # beta: multi_agent.enabled responses, response.inject
 
     [limits]
     cache_depth = 1                    # responses the connection cache keeps (0: unknown)
@@ -61,6 +63,8 @@ CAPABILITIES: Final = (
     "scripted_output",
     "safety_markers",
     "model_recall",  # a real language model: it can repeat what an earlier turn said
+    "steer",  # beta: response.steer (PROTOCOL.md §2.2)
+    "multi_agent",  # beta: multi_agent.enabled responses and response.inject (§2.2)
 )
 # Named lanes per connection, as documented upstream (PROTOCOL.md §5.2).
 DOCUMENTED_MAX_LANES: Final = 32

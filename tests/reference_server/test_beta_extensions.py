@@ -209,6 +209,29 @@ def test_a_response_whose_tool_output_never_comes_fails_in_bounded_time(
         run(body())
 
 
+def test_the_queue_injects_fault_holds_the_inject_behind_its_target(
+    make_server: ServerFactory,
+) -> None:
+    limits = Limits(required_input_timeout_s=0.3)
+    with make_server(
+        multi_agent=True, limits=limits, faults=frozenset({"queue-injects"})
+    ) as server:
+
+        async def body() -> None:
+            client = await WsClient.connect(server.ws_url)
+            response_id, call, _ = await waiting_for_call(client)
+            await client.send_json(
+                {"type": "response.inject", "response_id": response_id, "input": [output(call)]}
+            )
+            events = await read_until(client, of_type("response.inject.failed"))
+            kinds = [e["type"] for e in events]
+            assert kinds == ["error", "response.failed", "response.inject.failed"], "deadlocked"
+            assert events[-1]["error"]["code"] == "response_already_completed"
+            await client.close()
+
+        run(body())
+
+
 def test_without_the_switches_the_beta_events_are_unknown(make_server: ServerFactory) -> None:
     with make_server() as server:
 

@@ -42,7 +42,7 @@ def test_each_fault_name_switches_exactly_its_own_flag(name: str) -> None:
 
 def test_the_tables_split_the_faults_by_kind() -> None:
     assert EVENT_FAULTS.keys().isdisjoint(BEHAVIOUR_FAULTS)
-    assert len(ALL_FAULTS) == len(Faults.__dataclass_fields__) == 26
+    assert len(ALL_FAULTS) == len(Faults.__dataclass_fields__) == 27
     assert all(ALL_FAULTS.values())  # every fault says what it breaks
 
 
