@@ -34,6 +34,11 @@ connection setup, transport, the server's API stages, client work).
 
 Failures are counted apart: a failed turn yields a sample with ``ok=False`` and its error, no
 latency values, and ends the rollout (its e2e is not a latency sample either).
+
+A multi-agent rollout (trace version 2, PROTOCOL.md §2.2) replays over ``ws`` only: each create
+carries the rollout's ``multi_agent``, and the turn's calls are answered in flight with
+``response.inject`` (``harness.load.injects``); the time the response waited for those tools
+counts as tool time, like the time before a turn.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from harness.load.injects import InjectedExchange, multi_agent_exchange
 from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S, TargetWatch
 from harness.load.modes import Mode, parse_mode
 from harness.load.replay_results import RolloutResult, TurnResult
@@ -112,7 +118,9 @@ class ReplayOptions:
 
 # -- building requests (no I/O) --------------------------------------------------------------------
 def reproduces(items: Sequence[Mapping[str, Any]], specs: Sequence[OutputSpec]) -> bool:
-    """True when the emitted output items are exactly the recorded ones."""
+    """True when the emitted output items are exactly the recorded ones (the tool outputs a
+    multi-agent response lists are the client's own, not the model's)."""
+    items = [i for i in items if i.get("type") != "function_call_output"]
     return len(items) == len(specs) and all(
         _reproduces(item, spec) for item, spec in zip(items, specs, strict=True)
     )
@@ -215,6 +223,8 @@ class RolloutState:
             body["instructions"] = self.rollout.instructions
         if self.rollout.tools:
             body["tools"] = list(self.rollout.tools)
+        if self.rollout.multi_agent is not None:
+            body["multi_agent"] = dict(self.rollout.multi_agent)
         if opts.mode == "http":
             body["input"] = [*self.history, *answers.items]
             if opts.include_reasoning:
@@ -247,7 +257,9 @@ class RolloutState:
         assert exchange.response is not None
         output = exchange.response.output_items()
         self.previous_response_id = exchange.response_id
-        self.emitted_calls = [dict(i) for i in output if i.get("type") == "function_call"]
+        in_flight = self.rollout.multi_agent is not None  # its calls were answered by inject
+        calls = [] if in_flight else [i for i in output if i.get("type") == "function_call"]
+        self.emitted_calls = [dict(i) for i in calls]
         self.recorded_calls = turn.call_ids
         if self.options.mode == "http":
             self.history.extend(dict(i) for i in sent_items)
@@ -417,6 +429,23 @@ class Session:
         self.timed_out = isinstance(ex.transport_error, TargetTimeout)
         return ex, self.sse.bytes_sent - sent0, self.sse.bytes_received - received0
 
+    async def inject_exchange(
+        self, body: dict[str, Any], turn: Turn
+    ) -> tuple[InjectedExchange, int, int]:
+        """A multi-agent turn: its calls answered in flight (ws only)."""
+        assert self.ws is not None
+        sent0, received0 = self.ws.bytes_sent, self.ws.bytes_received
+        done = await multi_agent_exchange(
+            self.ws,
+            body,
+            turn,
+            scripted=self.options.send_script,
+            time_scale=self.options.time_scale,
+            timeout_s=self.options.turn_timeout_s,
+        )
+        self.timed_out = isinstance(done.exchange.transport_error, TargetTimeout)
+        return done, self.ws.bytes_sent - sent0, self.ws.bytes_received - received0
+
     async def close(self) -> None:
         if self.ws is not None:
             await self.ws.close()
@@ -560,11 +589,22 @@ async def _run_turn(
         body, answers = state.request(turn)
     out.answered_call_ids = answers.answered_call_ids
     out.generic_answers = answers.generic_answers
-    exchange, sent, received = await session.exchange(body)
+    injected: InjectedExchange | None = None
+    if rollout.multi_agent is not None:
+        if options.mode != "ws":
+            out.error = "a multi-agent turn replays over ws only (its calls need response.inject)"
+            return out
+        injected, sent, received = await session.inject_exchange(body, turn)
+        exchange = injected.exchange
+    else:
+        exchange, sent, received = await session.exchange(body)
     out.bytes_sent += sent
     out.bytes_received += received
     error = exchange_error(exchange)
     fill_metrics(out, exchange, rollout.context_tokens_estimate(turn.index))
+    if injected is not None:
+        error = injected.error or error
+        _fill_injects(out, injected, turn, result)
     if lag_ms and out.ttft_ms is not None and out.turn_e2e_ms is not None:
         out.ttft_ms += lag_ms
         out.turn_e2e_ms += lag_ms
@@ -584,6 +624,27 @@ async def _run_turn(
     out.ok = True
     state.observe(turn, answers.items, exchange)
     return out
+
+
+def _fill_injects(
+    out: TurnResult, injected: InjectedExchange, turn: Turn, result: RolloutResult
+) -> None:
+    """A multi-agent turn: its injects' timings; the time it waited for tools is tool time (out
+    of the turn's e2e and decode spans, into the rollout's recorded and waited tool time)."""
+    out.injects = len(injected.injects)
+    out.inject_ack_ms = [t.ack_ms for t in injected.injects if t.ack_ms is not None]
+    out.inject_resume_ms = [t.resume_ms for t in injected.injects if t.resume_ms is not None]
+    waited = injected.waited_ms
+    out.tool_wait_recorded_ms += turn.inject_wait_ms
+    out.tool_wait_waited_ms += waited
+    result.recorded_tool_ms += turn.inject_wait_ms
+    result.waited_tool_ms += waited
+    if out.turn_e2e_ms is not None:
+        out.turn_e2e_ms -= waited
+        if out.ttft_ms is not None and out.output_tokens > 1:
+            out.tpot_ms = (out.turn_e2e_ms - out.ttft_ms) / (out.output_tokens - 1)
+    if out.decode_ms is not None:
+        out.decode_ms = max(out.decode_ms - waited, 0.0)
 
 
 def with_mode(options: ReplayOptions, mode: Mode) -> ReplayOptions:

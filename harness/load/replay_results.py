@@ -48,6 +48,10 @@ class TurnResult:
     generic_answers: int = 0
     reproduced: bool | None = None  # None when no script was sent
     violations: tuple[str, ...] = ()  # MUST-level protocol rule ids seen in this turn
+    # a multi-agent turn (trace version 2): its response.inject messages and their timings
+    injects: int = 0
+    inject_ack_ms: list[float] = field(default_factory=list)  # sent -> inject.created
+    inject_resume_ms: list[float] = field(default_factory=list)  # sent -> next output event
 
     @property
     def itl_ms(self) -> float | None:
@@ -97,7 +101,14 @@ class TurnResult:
             "tool_wait_waited_ms": _r(self.tool_wait_waited_ms),
             "reproduced": self.reproduced,
             "violations": list(self.violations),
+            "injects": self.injects,
+            "inject_ack_ms": _r(_median(self.inject_ack_ms)),
+            "inject_resume_ms": _r(_median(self.inject_resume_ms)),
         }
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 @dataclass(slots=True)

@@ -6,7 +6,8 @@ A trace file holds one or more rollouts. Each line is one JSON object with a ``k
     starts a rollout; the turn lines that follow belong to it.
 ``{"kind": "turn", "rollout", "index": i, "input": [...], "tool_wait_ms", "output": [...]}``
     one model request: the *new* input items of that request, the client-side tool time spent
-    before sending it, and the model output a replay must reproduce.
+    before sending it, and the model output a replay must reproduce. Version 2 (multi-agent)
+    adds the rollout's ``multi_agent``, an output item's ``agent`` and a turn's ``injects``.
 
 ``traces/README.md`` documents every field; ``trace_schema.json`` beside this module is the JSON
 Schema of one line.
@@ -38,6 +39,7 @@ from harness.traces.rollout import (
     SOURCES,
     TRACE_FORMAT,
     TRACE_VERSION,
+    Inject,
     JSONObject,
     OutputSpec,
     Rollout,
@@ -57,6 +59,7 @@ __all__ = [
     "SOURCES",
     "TRACE_FORMAT",
     "TRACE_VERSION",
+    "Inject",
     "JSONObject",
     "OutputSpec",
     "Rollout",

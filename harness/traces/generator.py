@@ -39,6 +39,7 @@ from harness.traces.format import (
     estimate_tokens,
     input_message,
 )
+from harness.traces.multi_agent import to_multi_agent
 from harness.traces.text import (
     FileSizes,
     Repo,
@@ -595,12 +596,16 @@ def corpus_rollouts(kind: str, count: int, seed: int = CORPUS_SEED) -> list[Roll
 
 
 def write_corpus(out_dir: str | Path, seed: int = CORPUS_SEED) -> dict[str, int]:
-    """Write ``corpus/*.jsonl`` and ``smoke.jsonl`` under ``out_dir``; returns bytes per file."""
+    """Write ``corpus/*.jsonl``, ``smoke.jsonl`` and ``multi_agent.jsonl`` (the smoke set as
+    multi-agent rollouts, trace version 2) under ``out_dir``; returns bytes per file."""
     out = Path(out_dir)
     sizes: dict[str, int] = {}
     for name, kind, count in CORPUS_LAYOUT:
         sizes[f"corpus/{name}"] = dump_rollouts(
             corpus_rollouts(kind, count, seed), out / "corpus" / name
         )
-    sizes["smoke.jsonl"] = dump_rollouts(generate_smoke(seed), out / "smoke.jsonl")
+    smoke = generate_smoke(seed)
+    sizes["smoke.jsonl"] = dump_rollouts(smoke, out / "smoke.jsonl")
+    multi = [to_multi_agent(rollout) for rollout in smoke]
+    sizes["multi_agent.jsonl"] = dump_rollouts(multi, out / "multi_agent.jsonl")
     return sizes

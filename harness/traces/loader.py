@@ -3,8 +3,11 @@
 Rules a per-line schema cannot express are checked here: turn indexes run 0, 1, 2, ...; the
 ``function_call_output`` items of turn *i* answer exactly the ``call_id`` s of turn *i-1*'s
 function calls; ``call_id`` s are unique within a rollout; every called function is declared in
-``tools``. Loading is strict about structure and tolerant of additions: an unknown ``version`` is
-refused, unknown extra fields are ignored (and not preserved), and every error is a
+``tools``. In a multi-agent rollout (version 2, ``multi_agent``) every call is answered in flight
+instead, by its own turn's ``injects``: each inject answers calls of the first run of
+consecutive calls not yet fully answered (the response waits after that run), and none is left.
+Loading is strict about structure and tolerant of additions: an unknown ``version`` is refused,
+unknown extra fields are ignored (and not preserved), and every error is a
 :class:`TraceFormatError` naming file, line and field, e.g.
 ``traces/x.jsonl:12: turn.tool_wait_ms: expected a number >= 0, got "abc"``.
 """
@@ -21,6 +24,7 @@ from typing import Any, Final
 
 from harness.traces.parse import (
     TraceFormatError,
+    declared_version,
     field_error,
     parse_rollout_header,
     parse_turn,
@@ -49,9 +53,10 @@ _TRACE_SUFFIXES: Final = (".jsonl", ".jsonl.gz")
 class _RolloutAssembler:
     """Collects one rollout's turns and checks the cross-turn rules as they arrive."""
 
-    def __init__(self, header: Rollout, line: int) -> None:
+    def __init__(self, header: Rollout, line: int, version: int = 1) -> None:
         self.header = header
         self.line = line
+        self.version = version
         self.turns: list[Turn] = []
         self.tool_names = set(header.tool_names)
         self.call_turn: dict[str, int] = {}
@@ -69,6 +74,12 @@ class _RolloutAssembler:
                 "the first turn needs at least one input item", field="turn.input"
             )
         self._check_answers(turn)
+        if self.header.multi_agent is not None:
+            self._check_injects(turn)
+        elif turn.injects:
+            raise TraceFormatError(
+                "injects need a multi-agent rollout (its line's multi_agent)", field="turn.injects"
+            )
         for i, out in enumerate(turn.output):
             if out.type != "function_call":
                 continue
@@ -87,9 +98,43 @@ class _RolloutAssembler:
             self.call_turn[out.call_id] = turn.index
         self.turns.append(turn)
 
+    def _check_injects(self, turn: Turn) -> None:
+        """Every call of a multi-agent turn is answered in flight, run of calls by run."""
+        runs: list[list[str]] = []
+        follows_call = False
+        for out in turn.output:
+            if out.type == "function_call":
+                if not follows_call:
+                    runs.append([])
+                runs[-1].append(out.call_id)
+            follows_call = out.type == "function_call"
+        for k, inject in enumerate(turn.injects):
+            open_run = next((run for run in runs if run), None)
+            for i, call_id in enumerate(inject.call_ids):
+                if open_run is None or call_id not in open_run:
+                    why = (
+                        "it answers no call this turn emitted and still waits for"
+                        if all(call_id not in run for run in runs)
+                        else "its call is not in the run the response waits after"
+                    )
+                    raise TraceFormatError(
+                        f"function_call_output for call_id {show_value(call_id)}: {why} "
+                        f"(waiting for {show_value(open_run or [])})",
+                        field=f"turn.injects[{k}].input[{i}].call_id",
+                    )
+                open_run.remove(call_id)
+        left = [call_id for run in runs for call_id in run]
+        if left:
+            raise TraceFormatError(
+                f"function call(s) {show_value(left)} of a multi-agent turn have no "
+                "function_call_output in its injects",
+                field="turn.injects",
+            )
+
     def _check_answers(self, turn: Turn) -> None:
         previous = self.turns[-1] if self.turns else None
-        pending = list(previous.call_ids) if previous else []
+        in_flight = self.header.multi_agent is not None  # answered by their own turn's injects
+        pending = list(previous.call_ids) if previous and not in_flight else []
         for i, item in enumerate(turn.input):
             if item.get("type") != "function_call_output":
                 continue
@@ -97,6 +142,8 @@ class _RolloutAssembler:
             if call_id not in pending:
                 if previous is None:
                     why = "the first turn has no function calls to answer"
+                elif in_flight and call_id in previous.call_ids:
+                    why = f"it was answered in flight by turn {previous.index}'s injects"
                 elif call_id in previous.call_ids:
                     why = "it is answered twice"
                 else:
@@ -135,6 +182,7 @@ class _RolloutAssembler:
             seed=h.seed,
             meta=h.meta,
             turns=tuple(self.turns),
+            multi_agent=h.multi_agent,
         )
 
 
@@ -183,7 +231,7 @@ def read_objects(lines: Iterable[tuple[int, Any]], label: str) -> Iterator[Rollo
                 seen_ids[header.id] = lineno
                 if current is not None:
                     yield current.finish()
-                current = _RolloutAssembler(header, lineno)
+                current = _RolloutAssembler(header, lineno, declared_version(obj))
             elif kind == "turn":
                 if current is None:
                     raise TraceFormatError("a turn line before any rollout line", field="turn")
@@ -194,7 +242,7 @@ def read_objects(lines: Iterable[tuple[int, Any]], label: str) -> Iterator[Rollo
                         f"{show_value(current.header.id)} (turns must follow their rollout line)",
                         field="turn.rollout",
                     )
-                current.add(parse_turn(obj))
+                current.add(parse_turn(obj, current.version))
             else:
                 raise field_error("kind", '"rollout" or "turn"', kind)
         if current is not None:

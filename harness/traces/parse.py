@@ -16,9 +16,10 @@ from harness.traces.rollout import (
     INPUT_ROLES,
     OBSERVED_KEYS,
     OUTPUT_TYPES,
+    READ_VERSIONS,
     SOURCES,
     TRACE_FORMAT,
-    TRACE_VERSION,
+    Inject,
     JSONObject,
     OutputSpec,
     Rollout,
@@ -28,6 +29,7 @@ from harness.traces.rollout import (
 
 __all__ = [
     "TraceFormatError",
+    "declared_version",
     "field_error",
     "parse_rollout_header",
     "parse_turn",
@@ -144,18 +146,51 @@ def _parse_tool(tool: Any, where: str) -> JSONObject:
     return tool
 
 
+def declared_version(obj: JSONObject) -> int:
+    """The `version` of a rollout line, one this wsmode reads (else TraceFormatError)."""
+    version = require(obj, "version", "rollout")
+    if version not in READ_VERSIONS or isinstance(version, bool):
+        known = " and ".join(map(str, READ_VERSIONS))
+        raise TraceFormatError(
+            f"unsupported trace format version {show_value(version)}: this wsmode reads versions "
+            f"{known} (a newer wsmode may read it; re-export or upgrade)",
+            field="rollout.version",
+        )
+    return int(version)
+
+
+def _version_2(obj: Mapping[str, Any], key: str, where: str, version: int) -> bool:
+    """Whether a version-2 field is present; in a version-1 line it is an error."""
+    if key not in obj:
+        return False
+    if version < 2:
+        raise TraceFormatError(
+            "a multi-agent field: needs trace format version 2", field=f"{where}.{key}"
+        )
+    return True
+
+
+def _parse_multi_agent(value: Any) -> JSONObject:
+    w = "rollout.multi_agent"
+    if not isinstance(value, dict):
+        raise field_error(w, "an object {enabled, max_concurrent_subagents?}", value)
+    if value.get("enabled") is not True:
+        raise field_error(f"{w}.enabled", "true", value.get("enabled"))
+    limit = value.get("max_concurrent_subagents")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise field_error(f"{w}.max_concurrent_subagents", "an integer >= 1 or null", limit)
+    return value
+
+
 def parse_rollout_header(obj: JSONObject) -> Rollout:
     w = "rollout"
     fmt = obj.get("format")
     if fmt != TRACE_FORMAT:
         raise field_error(f"{w}.format", f'"{TRACE_FORMAT}"', fmt)
-    version = require(obj, "version", w)
-    if version != TRACE_VERSION or isinstance(version, bool):
-        raise TraceFormatError(
-            f"unsupported trace format version {show_value(version)}: this wsmode reads version "
-            f"{TRACE_VERSION} only (a newer wsmode may read it; re-export or upgrade)",
-            field=f"{w}.version",
-        )
+    version = declared_version(obj)
+    multi_agent = None
+    if _version_2(obj, "multi_agent", w, version):
+        multi_agent = _parse_multi_agent(obj["multi_agent"])
     rollout_id = _str(obj, "id", w)
     source = _str(obj, "source", w)
     if source not in SOURCES:
@@ -191,6 +226,7 @@ def parse_rollout_header(obj: JSONObject) -> Rollout:
         tools=tools,
         seed=seed,
         meta=meta,
+        multi_agent=multi_agent,
     )
 
 
@@ -218,13 +254,14 @@ def _parse_input_item(item: Any, where: str) -> JSONObject:
     return item
 
 
-def _parse_output(out: Any, where: str) -> OutputSpec:
+def _parse_output(out: Any, where: str, version: int) -> OutputSpec:
     if not isinstance(out, dict):
         raise field_error(where, "an output item object", out)
     kind = out.get("type")
+    agent = _str(out, "agent", where) if _version_2(out, "agent", where, version) else ""
     if kind == "message":
         text = _str(out, "text", where, empty_ok=True)
-        return OutputSpec(type="message", text=text, tokens=_tokens(out, where, text))
+        return OutputSpec(type="message", text=text, tokens=_tokens(out, where, text), agent=agent)
     if kind == "function_call":
         name = _str(out, "name", where)
         arguments = _str(out, "arguments", where, empty_ok=True)
@@ -235,11 +272,30 @@ def _parse_output(out: Any, where: str) -> OutputSpec:
             arguments=arguments,
             call_id=call_id,
             tokens=_tokens(out, where, name + arguments),
+            agent=agent,
         )
     if kind == "reasoning":
         summary = _str(out, "summary", where, empty_ok=True)
-        return OutputSpec(type="reasoning", summary=summary, tokens=_tokens(out, where, None))
+        tokens = _tokens(out, where, None)
+        return OutputSpec(type="reasoning", summary=summary, tokens=tokens, agent=agent)
     raise field_error(f"{where}.type", "one of " + ", ".join(OUTPUT_TYPES), kind)
+
+
+def _parse_inject(obj: Any, where: str) -> Inject:
+    if not isinstance(obj, dict):
+        raise field_error(where, "an object {tool_wait_ms, input}", obj)
+    wait = obj.get("tool_wait_ms", 0.0)
+    if not _is_number(wait) or wait < 0:
+        raise field_error(f"{where}.tool_wait_ms", "a number >= 0", wait)
+    items = require(obj, "input", where)
+    if not isinstance(items, list) or not items:
+        raise field_error(f"{where}.input", "a non-empty list of function_call_output items", items)
+    parsed = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or item.get("type") != "function_call_output":
+            raise field_error(f"{where}.input[{i}]", "a function_call_output item", item)
+        parsed.append(_parse_input_item(item, f"{where}.input[{i}]"))
+    return Inject(input=tuple(parsed), tool_wait_ms=float(wait))
 
 
 def _parse_observed(obj: Any) -> dict[str, Any]:
@@ -255,7 +311,8 @@ def _parse_observed(obj: Any) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if v is not None}
 
 
-def parse_turn(obj: JSONObject) -> Turn:
+def parse_turn(obj: JSONObject, version: int = 1) -> Turn:
+    """One turn line of a rollout whose line declared `version`."""
     w = "turn"
     index = require(obj, "index", w)
     if not isinstance(index, int) or isinstance(index, bool) or index < 0:
@@ -270,11 +327,18 @@ def parse_turn(obj: JSONObject) -> Turn:
     outputs = require(obj, "output", w)
     if not isinstance(outputs, list) or not outputs:
         raise field_error(f"{w}.output", "a non-empty list of output items", outputs)
-    specs = tuple(_parse_output(o, f"{w}.output[{i}]") for i, o in enumerate(outputs))
+    specs = tuple(_parse_output(o, f"{w}.output[{i}]", version) for i, o in enumerate(outputs))
+    injects: tuple[Inject, ...] = ()
+    if _version_2(obj, "injects", w, version):
+        raw = obj["injects"]
+        if not isinstance(raw, list):
+            raise field_error(f"{w}.injects", "a list of injects", raw)
+        injects = tuple(_parse_inject(x, f"{w}.injects[{i}]") for i, x in enumerate(raw))
     return Turn(
         index=index,
         input=items,
         output=specs,
         tool_wait_ms=float(wait),
         observed=_parse_observed(obj.get("observed")),
+        injects=injects,
     )

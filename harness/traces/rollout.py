@@ -1,5 +1,10 @@
 """Agent-rollout traces in memory: the ``wsmode-trace`` constants, token estimates, and the
-frozen dataclasses :class:`Rollout`, :class:`Turn` and :class:`OutputSpec`.
+frozen dataclasses :class:`Rollout`, :class:`Turn`, :class:`OutputSpec` and :class:`Inject`.
+
+Version 2 adds multi-agent rollouts (PROTOCOL.md §2.2): a rollout's ``multi_agent`` object (sent
+with every create), output items naming their ``agent``, and a turn's ``injects``: the tool
+outputs a client commits into the running response with ``response.inject``. A rollout without
+them is written as version 1, byte for byte as before.
 
 The dataclasses are frozen; the JSON objects inside them (input items, tools, meta) are plain
 dicts shared with the caller and must be treated as read-only. Items are read with the protocol
@@ -24,9 +29,11 @@ __all__ = [
     "KNOWN_AGENT_KINDS",
     "OBSERVED_KEYS",
     "OUTPUT_TYPES",
+    "READ_VERSIONS",
     "SOURCES",
     "TRACE_FORMAT",
     "TRACE_VERSION",
+    "Inject",
     "JSONObject",
     "OutputSpec",
     "Rollout",
@@ -40,7 +47,8 @@ JSONObject: TypeAlias = dict[str, Any]
 OutputType: TypeAlias = Literal["message", "function_call", "reasoning"]
 
 TRACE_FORMAT: Final = "wsmode-trace"
-TRACE_VERSION: Final = 1
+TRACE_VERSION: Final = 2  # the newest; a rollout without multi-agent features is written as 1
+READ_VERSIONS: Final = (1, 2)
 SOURCES: Final = (
     "generated",
     "codex",
@@ -112,6 +120,7 @@ class OutputSpec:
     arguments: str = ""
     call_id: str = ""
     summary: str = ""
+    agent: str = ""  # version 2: the agent of a multi-agent response that produced it
 
     @classmethod
     def message(cls, text: str, tokens: int | None = None) -> OutputSpec:
@@ -142,30 +151,40 @@ class OutputSpec:
 
     def to_json(self) -> JSONObject:
         """The trace-file form of this output item."""
+        item: JSONObject
         if self.type == "message":
-            return {"type": "message", "text": self.text, "tokens": self.tokens}
-        if self.type == "function_call":
-            return {
+            item = {"type": "message", "text": self.text, "tokens": self.tokens}
+        elif self.type == "function_call":
+            item = {
                 "type": "function_call",
                 "name": self.name,
                 "arguments": self.arguments,
                 "call_id": self.call_id,
                 "tokens": self.tokens,
             }
-        return {"type": "reasoning", "summary": self.summary, "tokens": self.tokens}
+        else:
+            item = {"type": "reasoning", "summary": self.summary, "tokens": self.tokens}
+        if self.agent:
+            item["agent"] = self.agent
+        return item
 
     def script_item(self) -> JSONObject:
         """The scripted-mode item the reference server's engine accepts for this output."""
+        item: JSONObject
         if self.type == "message":
-            return {"type": "message", "text": self.text}
-        if self.type == "function_call":
-            return {
+            item = {"type": "message", "text": self.text}
+        elif self.type == "function_call":
+            item = {
                 "type": "function_call",
                 "name": self.name,
                 "arguments": self.arguments,
                 "call_id": self.call_id,
             }
-        return {"type": "reasoning", "summary": self.summary, "tokens": self.tokens}
+        else:
+            item = {"type": "reasoning", "summary": self.summary, "tokens": self.tokens}
+        if self.agent:
+            item["agent"] = self.agent
+        return item
 
     def history_item(self) -> JSONObject | None:
         """This output as the input item a stateless client resends (``harness.protocol.items``).
@@ -185,6 +204,22 @@ def _default_tokens(tokens: int | None, text: str) -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Inject:
+    """Version 2: tool outputs a client commits into the turn's running response
+    (``response.inject``), ``tool_wait_ms`` after the calls they answer were emitted."""
+
+    input: tuple[JSONObject, ...]  # function_call_output items
+    tool_wait_ms: float = 0.0
+
+    @property
+    def call_ids(self) -> tuple[str, ...]:
+        return tuple(str(item.get("call_id")) for item in self.input)
+
+    def to_json(self) -> JSONObject:
+        return {"tool_wait_ms": self.tool_wait_ms, "input": list(self.input)}
+
+
+@dataclass(frozen=True, kw_only=True)
 class Turn:
     """One model request of a rollout."""
 
@@ -193,6 +228,7 @@ class Turn:
     output: tuple[OutputSpec, ...]
     tool_wait_ms: float = 0.0
     observed: Mapping[str, Any] = field(default_factory=dict)
+    injects: tuple[Inject, ...] = ()  # version 2: tool outputs committed in flight
 
     @property
     def function_calls(self) -> tuple[OutputSpec, ...]:
@@ -217,9 +253,48 @@ class Turn:
         """Output tokens of the turn (reasoning summaries included)."""
         return sum(o.total_tokens for o in self.output)
 
+    @property
+    def injected_call_ids(self) -> tuple[str, ...]:
+        """The ``call_id`` s this turn's injects answer, in inject order."""
+        return tuple(call_id for inject in self.injects for call_id in inject.call_ids)
+
+    @property
+    def inject_wait_ms(self) -> float:
+        """Client-side tool time the response waited for its injects: per run of calls, the
+        longest wait of the injects answering it (the tools of one run run side by side)."""
+        run_of: dict[str, int] = {}
+        run, follows_call = -1, False
+        for spec in self.output:
+            if spec.type == "function_call":
+                run += 0 if follows_call else 1
+                run_of[spec.call_id] = run
+            follows_call = spec.type == "function_call"
+        longest: dict[int, float] = {}
+        for inject in self.injects:
+            key = run_of.get(inject.call_ids[0], -1) if inject.call_ids else -1
+            longest[key] = max(longest.get(key, 0.0), inject.tool_wait_ms)
+        return sum(longest.values())
+
     def history_outputs(self) -> list[JSONObject]:
-        """This turn's outputs as history items (reasoning left out, see OutputSpec)."""
-        return [item for item in (o.history_item() for o in self.output) if item is not None]
+        """This turn's outputs as history items (reasoning left out, see OutputSpec), each run
+        of calls followed by the injected outputs answering it (where a multi-agent response
+        lists them)."""
+        items: list[JSONObject] = []
+        pending = list(self.injects)
+        emitted: set[str] = set()
+        for index, spec in enumerate(self.output):
+            item = spec.history_item()
+            if item is not None:
+                items.append(item)
+            if spec.type != "function_call":
+                continue
+            emitted.add(spec.call_id)
+            following = self.output[index + 1] if index + 1 < len(self.output) else None
+            if following is not None and following.type == "function_call":
+                continue  # the run of calls goes on: the response waits after it
+            while pending and set(pending[0].call_ids) <= emitted:
+                items.extend(pending.pop(0).input)
+        return items
 
     def script(self) -> list[JSONObject]:
         """This turn's outputs as reference-server scripted items."""
@@ -234,6 +309,8 @@ class Turn:
             "tool_wait_ms": self.tool_wait_ms,
             "output": [o.to_json() for o in self.output],
         }
+        if self.injects:
+            line["injects"] = [inject.to_json() for inject in self.injects]
         if self.observed:
             line["observed"] = dict(self.observed)
         return line
@@ -252,6 +329,17 @@ class Rollout:
     seed: int | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
     turns: tuple[Turn, ...] = ()
+    # version 2: the create's `multi_agent` object, e.g. {"enabled": true}: every function call
+    # is client-owned and answered in flight by the turn's injects
+    multi_agent: Mapping[str, Any] | None = None
+
+    @property
+    def version(self) -> int:
+        """The format version this rollout needs: 2 with multi-agent features, else 1."""
+        multi = self.multi_agent is not None or any(
+            turn.injects or any(o.agent for o in turn.output) for turn in self.turns
+        )
+        return 2 if multi else 1
 
     # -- history ------------------------------------------------------------------------------
 
@@ -315,7 +403,8 @@ class Rollout:
 
     @property
     def total_tool_wait_ms(self) -> float:
-        return sum(t.tool_wait_ms for t in self.turns)
+        """Tool time before the turns and of the in-flight injects."""
+        return sum(t.tool_wait_ms + t.inject_wait_ms for t in self.turns)
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -325,10 +414,10 @@ class Rollout:
 
     def header_json(self) -> JSONObject:
         """The ``kind: rollout`` line."""
-        return {
+        line: JSONObject = {
             "kind": "rollout",
             "format": TRACE_FORMAT,
-            "version": TRACE_VERSION,
+            "version": self.version,
             "id": self.id,
             "source": self.source,
             "agent_kind": self.agent_kind,
@@ -338,6 +427,9 @@ class Rollout:
             "seed": self.seed,
             "meta": dict(self.meta),
         }
+        if self.multi_agent is not None:
+            line["multi_agent"] = dict(self.multi_agent)
+        return line
 
     def to_lines(self) -> list[JSONObject]:
         """Every line of this rollout, as JSON objects."""

@@ -284,8 +284,8 @@ def _set(line: int, key: str, value: Any) -> Any:
 _DELETE = object()
 
 BAD_CASES = [
-    ("version", _set(0, "version", 2), 1, "rollout.version",
-     "unsupported trace format version 2"),
+    ("version", _set(0, "version", 3), 1, "rollout.version",
+     "unsupported trace format version 3"),
     ("format", _set(0, "format", "other"), 1, "rollout.format", 'expected "wsmode-trace"'),
     ("source", _set(0, "source", "web"), 1, "rollout.source", "expected one of generated"),
     ("no id", _set(0, "id", _DELETE), 1, "rollout.id", "missing required field"),
@@ -506,7 +506,7 @@ def test_schema_accepts_every_line_the_writer_produces() -> None:
 @pytest.mark.parametrize(
     ("line", "mutate"),
     [
-        (0, _set(0, "version", 2)),
+        (0, _set(0, "version", 3)),
         (0, _set(0, "model", _DELETE)),
         (1, _set(1, "tool_wait_ms", "abc")),
         (1, _set(1, "output.0.type", "image")),

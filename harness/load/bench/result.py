@@ -85,6 +85,10 @@ def record_turn(ms: MetricSet, t: TurnResult) -> None:
         ms.record_ms("turn_e2e_ms", t.turn_e2e_ms)
     if t.api_overhead_ms is not None:
         ms.record_ms("api_overhead_ms", max(t.api_overhead_ms, 0.0))
+    for ack in t.inject_ack_ms:  # multi-agent turns (PROTOCOL.md §2.2)
+        ms.record_ms("inject_ack_ms", ack)
+    for resume in t.inject_resume_ms:
+        ms.record_ms("inject_resume_ms", resume)
 
 
 def mode_entry(ms: MetricSet, failures: int) -> dict[str, Any]:

@@ -141,7 +141,13 @@ def embedded_servers(config: BenchConfig) -> Iterator[dict[str, EmbeddedServer]]
     servers: dict[str, EmbeddedServer] = {}
     try:
         for key, disabled in wanted.items():
-            servers[key] = EmbeddedServer(profile=config.profile, disable=disabled, api_keys=keys)
+            servers[key] = EmbeddedServer(
+                profile=config.profile,
+                disable=disabled,
+                api_keys=keys,
+                # multi-agent rollouts (trace version 2) need it; no cost to the others
+                extra_args=("--multi-agent",),
+            )
             servers[key].start()
         yield servers
     finally:
