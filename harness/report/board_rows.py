@@ -272,6 +272,9 @@ def _fill_speedup(row: Row, seed: int) -> None:
         if pairs:
             ratios += pairs
             run_speedups.append(stats.median(pairs))
+    if not ratios:  # files that carry comparisons but no paired rollouts
+        _fill_speedup_from_comparisons(row)
+        return
     row.speedup_pairs = len(ratios)
     if len(ratios) >= MIN_INTERVAL_PAIRS:
         row.speedup = stats.bootstrap_percentile_ci(ratios, 50, seed=seed)
@@ -279,6 +282,28 @@ def _fill_speedup(row: Row, seed: int) -> None:
         row.speedup = (stats.median(ratios), None, None)
     if run_speedups and row.speedup is not None:
         row.speedup_spread = _spread(run_speedups, row.speedup[0])
+
+
+def _fill_speedup_from_comparisons(row: Row) -> None:
+    """The median of the runs' own ws-vs-http speedups; one run's interval only when it had
+    enough pairs for one."""
+    comps = [
+        c
+        for r in row.bench_runs
+        for c in latency_payload(r.result).get("comparisons", [])
+        if (c.get("baseline_mode"), c.get("mode")) == (SPEEDUP_BASELINE, RANK_MODE)
+        and c.get("speedup_median") is not None
+    ]
+    if not comps:
+        return
+    medians = [float(c["speedup_median"]) for c in comps]
+    pairs = sum(int(c.get("pairs") or 0) for c in comps)
+    row.speedup_pairs = pairs
+    ci = comps[0].get("ci95") if len(comps) == 1 and pairs >= MIN_INTERVAL_PAIRS else None
+    low, high = (float(ci[0]), float(ci[1])) if ci else (None, None)
+    row.speedup = (stats.median(medians), low, high)
+    if len(medians) > 1:
+        row.speedup_spread = _spread(medians, row.speedup[0])
 
 
 def join_conformance(row: Row, certify_runs: Sequence[Run]) -> None:

@@ -152,3 +152,17 @@ def test_board_json_copies_stay_valid(synth: Any, tmp_path: Path) -> None:
     write_board([root], tmp_path / "board")
     (copy_path,) = (tmp_path / "board" / "results").glob("load-*.json")
     assert json.loads(copy_path.read_text())["kind"] == "load"
+
+
+def test_a_file_with_comparisons_only_shows_their_interval_from_enough_pairs(
+    synth: Any, tmp_path: Path
+) -> None:
+    for pairs in (40, 3):
+        result = synth.bench(seed=1, label=f"p{pairs}")
+        result["bench"]["rollouts"] = []  # no paired rollouts: the comparison is all there is
+        result["bench"]["comparisons"][0]["pairs"] = pairs
+        path = tmp_path / f"p{pairs}.json"
+        path.write_text(json.dumps(result))
+        (row,) = build_rows(load_runs([path]))
+        assert row.speedup is not None and row.speedup_pairs == pairs
+        assert (row.speedup[1] is not None) is (pairs >= 5)
