@@ -11,6 +11,7 @@ Exception tree (each package's own errors, where they are defined)::
     ├── WireFormatError                  harness.protocol.wire: JSON outside the strict subset
     ├── TransportError                   harness.transport.events: refused, closed, stalled, garbage
     │   ├── TargetTimeout, HttpStatusError, GarbageFrame
+    │   │   └── NoTerminal               harness.conformance.context: a response that never ends
     │   └── TargetClosed
     │       └── FrameTooLarge            a frame over the client's limit (closed with 1009)
     ├── TraceFormatError                 harness.traces.parse: an unusable trace or source file
@@ -19,6 +20,7 @@ Exception tree (each package's own errors, where they are defined)::
     ├── TargetProfileError               harness.conformance.target_profile: a bad target profile
     ├── CaseFailed                       harness.conformance.context: a case ends early, failed
     │   └── PreconditionNotMet           the target could not be brought into the case's state
+    │       └── SetupNotRun              a setup the case needs failed in another case: not run
     ├── Unimplemented                    harness.conformance.context: the target lacks a capability
     ├── TargetStopped                    harness.conformance.liveness: the target stopped answering
     ├── UnreadableInput                  harness.conformance.offline_check: a file check can't read

@@ -334,16 +334,16 @@ async def test_instructions_not_inherited(ctx: CaseContext) -> None:
     "2.1.function-call.round-trip",
     level="MUST",
     category="continuation",
-    title="tool_choice required yields a call; its function_call_output continuation completes",
-    rules=("function_call.emitted", "function_call.round_trip"),
+    title="a function_call_output answering the calls of a tool_choice required turn completes",
+    rules=("function_call.round_trip",),
+    setups=("tool_call",),
 )
 async def test_function_round_trip(ctx: CaseContext) -> None:
     conn = await ctx.connect()
     exchange = await conn.create(ctx.tool_body(tool_choice="required"))
-    ctx.expect_completed(exchange, "function_call.emitted", "the tool turn")
-    calls = exchange.calls()
-    if not calls:
-        ctx.fail("function_call.emitted", "tool_choice required produced no function_call")
+    ctx.expect_completed(exchange, "function_call.round_trip", "the tool turn")
+    # that tool_choice yields a call is 2.1.function-call.named's to judge: the setup here
+    calls = ctx.expect_calls(exchange, "tool_choice required")
     outputs = [bodies.function_output(str(call.get("call_id"))) for call in calls]
     answer = ctx.body(
         outputs,
@@ -358,10 +358,12 @@ async def test_function_round_trip(ctx: CaseContext) -> None:
     "2.1.function-call.named",
     level="MUST",
     category="continuation",
-    title="tool_choice {type: function, name} calls exactly that function",
+    title="tool_choice {type: function, name} calls exactly that function; required calls one",
     rules=("function_call.emitted",),
 )
 async def test_named_function(ctx: CaseContext) -> None:
+    """The judge of the `tool_call` setup (model.SETUPS): it runs first, and the cases built on
+    a tool call are not run when it fails."""
     conn = await ctx.connect()
     body = ctx.body(
         "What time is it in Paris?",
@@ -381,6 +383,14 @@ async def test_named_function(ctx: CaseContext) -> None:
         all(name == "get_time" for name in names),
         "function_call.emitted",
         f"named get_time, called {names}",
+    )
+    required = await conn.create(ctx.tool_body(tool_choice="required"))
+    ctx.expect_completed(required, "function_call.emitted", "the tool_choice required turn")
+    ctx.check(
+        bool(required.calls()),
+        "function_call.emitted",
+        f"tool_choice required was answered without a function_call "
+        f"(output: {[i.get('type') for i in required.items()]})",
     )
 
 
@@ -411,6 +421,7 @@ async def test_unknown_call_id(ctx: CaseContext) -> None:
     title="store=true: a function call answered on a new socket after a reconnect completes",
     rules=("function_call.round_trip", "cache.hydrate"),
     requires=("store",),
+    setups=("tool_call",),
 )
 async def test_function_after_reconnect(ctx: CaseContext) -> None:
     first = await ctx.connect()

@@ -10,6 +10,10 @@ import secrets
 from typing import Any, Final
 
 SHORT_PROMPT: Final = "Reply with one short sentence about the sea."
+# The output cap of every request that asks for a short answer (`CaseContext.body`): a model that
+# does not stop on its own is cut here (response.incomplete, counted as answered), not at its
+# context length, which a stateless replay of the history would then overflow.
+SHORT_ANSWER_MAX_TOKENS: Final = 128
 LONG_PROMPT: Final = (
     "Write a detailed, 600-word essay on the history of the printing press, "
     "with an introduction, three sections and a conclusion."

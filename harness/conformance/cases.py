@@ -39,8 +39,10 @@ def case(
     title: str,
     rules: Sequence[str] = (),
     requires: Sequence[str] = (),
+    setups: Sequence[str] = (),
 ) -> Callable[[F], F]:
-    """Declare a case: hierarchical id, level, category, one-line expectation, judged rules."""
+    """Declare a case: hierarchical id, level, category, one-line expectation, judged rules,
+    needed capabilities and named setups (`model.SETUPS`)."""
     for rule_id in rules:
         rule_level(rule_id)  # unknown rule ids fail at import, not at report time
     meta = CaseMeta(
@@ -51,6 +53,7 @@ def case(
         title=title,
         rules=tuple(rules),
         requires=tuple(requires),
+        setups=tuple(setups),
     )
 
     def decorate(function: F) -> F:

@@ -14,11 +14,12 @@ the wire log; any other exception is the harness's own bug and becomes ERROR.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn
+from typing import Any, Final, Literal, NoReturn
 
 from harness.conformance import bodies
 from harness.conformance.fifo import judge_fifo
@@ -27,7 +28,7 @@ from harness.conformance.liveness import TargetStopped
 from harness.conformance.model import CaseMeta, Finding, Outcome, unique
 from harness.conformance.rules import rule_level
 from harness.conformance.sdk import SdkReport, check_stream
-from harness.conformance.target_profile import TargetProfile
+from harness.conformance.target_profile import DEFAULT_RESPONSE_TIMEOUT_S, TargetProfile
 from harness.conformance.wirelog import DEFAULT_MAX_CHARS, RecordingWsClient, WireLog
 from harness.errors import WsmodeError
 from harness.protocol.accumulator import ResponseAccumulator, Violation
@@ -65,6 +66,21 @@ class CaseFailed(WsmodeError):
 
 class PreconditionNotMet(CaseFailed):
     """The target could not be brought into the state the case tests; already recorded."""
+
+
+class SetupNotRun(PreconditionNotMet):
+    """A setup this case needs already failed in another case: the case is not run."""
+
+
+class NoTerminal(TargetTimeout):
+    """A response that kept streaming (or dripping) past the response timeout, or past
+    MAX_EVENTS_PER_RESPONSE events, without its terminal event: a target that never finishes."""
+
+
+# A response of more events than this without a terminal is endless, however fast it streams:
+# the harness's memory is not the bound (a real response of 32k output tokens stays below it).
+MAX_EVENTS_PER_RESPONSE: Final = 100_000
+CLOSE_BUDGET_S: Final = 5.0  # closing every connection of a case, all at once
 
 
 class Unimplemented(WsmodeError):
@@ -112,7 +128,12 @@ class CaseExchange(Exchange):
 
     @property
     def ok(self) -> bool:
-        return self.terminal_type == "response.completed" and self.final_response is not None
+        """Answered: completed, or cut by the max_output_tokens it was sent (`answered`)."""
+        terminal = self.terminal_type
+        final = self.final_response
+        if terminal == "response.incomplete":
+            return answered(final) and self.request.get("max_output_tokens") is not None
+        return terminal == "response.completed" and final is not None
 
     @property
     def response_id(self) -> str | None:
@@ -193,12 +214,26 @@ class Conn:
         and the case goes on instead of waiting for a terminal that already came. A terminal
         that is the first event of its accumulator is a stray (a second terminal of the
         previous response) and does not end it.
+
+        Each event is awaited at most the event timeout (silence: `transport.stall`); the whole
+        response at most `timeout_s` (default: the response timeout), so a target that streams
+        forever or drips a delta every few seconds ends the case (`transport.endless`) instead
+        of holding it to the case timeout.
         """
-        budget = timeout_s if timeout_s is not None else self.ctx.case_timeout_s
+        budget = timeout_s if timeout_s is not None else self.ctx.response_timeout_s
         deadline = time.monotonic() + budget
         while True:
-            remaining = min(deadline - time.monotonic(), self.ctx.event_timeout_s)
-            timed = await self.client.recv(max(remaining, 0.001))
+            remaining = deadline - time.monotonic()
+            if exchange.events and (
+                remaining <= 0 or len(exchange.events) >= MAX_EVENTS_PER_RESPONSE
+            ):
+                raise NoTerminal(_no_terminal(exchange, budget))
+            try:
+                timed = await self.client.recv(max(min(remaining, self.ctx.event_timeout_s), 0.001))
+            except TargetTimeout:
+                if exchange.events and deadline - time.monotonic() <= 0:
+                    raise NoTerminal(_no_terminal(exchange, budget)) from None
+                raise
             exchange.events.append(timed)
             routed = self.stream.feed(timed.event)
             if isinstance(routed, RequestError):
@@ -260,7 +295,12 @@ class LaneAnswer:
 
     @property
     def completed(self) -> bool:
-        return self.error is None and self.event.get("type") == "response.completed"
+        """Answered: response.completed, or response.incomplete cut by max_output_tokens (every
+        request a lanes case sends asks for a short answer, capped: `CaseContext.body`)."""
+        kind = self.event.get("type")
+        if self.error is not None or kind not in ("response.completed", "response.incomplete"):
+            return False
+        return kind == "response.completed" or answered(self.response)
 
     def describe(self) -> str:
         if self.error is not None:
@@ -360,6 +400,7 @@ class CaseContext:
         *,
         event_timeout_s: float,
         case_timeout_s: float,
+        response_timeout_s: float = DEFAULT_RESPONSE_TIMEOUT_S,
         wire_max_chars: int = DEFAULT_MAX_CHARS,
     ) -> None:
         self.meta = meta
@@ -367,6 +408,7 @@ class CaseContext:
         self.profile = target.profile
         self.event_timeout_s = event_timeout_s
         self.case_timeout_s = case_timeout_s
+        self.response_timeout_s = min(response_timeout_s, case_timeout_s)
         self.log = WireLog(max_chars=wire_max_chars)
         self.outcome = Outcome()
         self.conns: list[Conn] = []
@@ -390,7 +432,12 @@ class CaseContext:
         return self.profile.model
 
     def body(self, input: Any = bodies.SHORT_PROMPT, **fields: Any) -> dict[str, Any]:
-        """A response.create body: the target's model, store=false unless given."""
+        """A response.create body: the target's model, store=false unless given, and output
+        capped at SHORT_ANSWER_MAX_TOKENS unless given (`max_output_tokens=None`: no cap), so a
+        model that does not stop on its own answers a short question in bounded time."""
+        fields.setdefault("max_output_tokens", bodies.SHORT_ANSWER_MAX_TOKENS)
+        if fields["max_output_tokens"] is None:
+            del fields["max_output_tokens"]
         return {"model": self.model, "input": input, "store": False, **fields}
 
     def tool_body(self, **fields: Any) -> dict[str, Any]:
@@ -477,18 +524,22 @@ class CaseContext:
     def note(self, message: str) -> None:
         self.outcome.notes.append(message)
 
-    def precondition(self, condition: bool, message: str) -> bool:
-        """A soft setup check: when false the verdict is PRECONDITION (unless a MUST rule broke),
-        never a finding of the case's own rules; the case about that setup judges it."""
+    def precondition(self, condition: bool, message: str, *, setup: str | None = None) -> bool:
+        """A soft setup check: when false the verdict is PRECONDITION (unless a finding was
+        made), never a finding of the case's own rules; the case about that setup judges it.
+        `setup` names it (model.SETUPS): the cases that need it are then not run."""
         if not condition and self.outcome.precondition is None:
             self.outcome.precondition = message
+            self.outcome.failed_setup = setup
         return condition
 
     def expect_calls(self, exchange: CaseExchange, what: str) -> list[dict[str, Any]]:
         """The function calls a tool_choice turn must yield to set up the case; none stops the
         case as "precondition not met" (2.1.function-call.named judges tool_choice itself)."""
         calls = exchange.calls()
-        if not self.precondition(bool(calls), f"{what}: the target answered without a call"):
+        if not self.precondition(
+            bool(calls), f"{what}: the target answered without a call", setup="tool_call"
+        ):
             raise PreconditionNotMet(self.outcome.precondition or what)
         return calls
 
@@ -506,6 +557,11 @@ class CaseContext:
             self.fail(rule_id, f"{what}: refused with {describe_error(error)}")
         final = exchange.final_response
         terminal = exchange.terminal_type
+        if final is not None and terminal == "response.incomplete" and _cut_by_cap(exchange):
+            # the cap this harness set stopped a model that does not stop on its own: answered
+            cap = exchange.request.get("max_output_tokens")
+            self.note(f"{what}: cut by the max_output_tokens {cap} it asked for: counted answered")
+            return final
         if final is None or terminal != "response.completed":
             self.fail(rule_id, f"{what}: ended with {terminal or 'no terminal event'}")
         return final
@@ -614,22 +670,58 @@ class CaseContext:
             self.note("traceback: " + "".join(frames[-3:]).strip())
 
     async def aclose(self) -> None:
-        for conn in self.conns:
+        """Close every connection of the case at once, within CLOSE_BUDGET_S in all (a target
+        that never answers a close costs the run seconds, not a minute per socket)."""
+
+        async def close_one(conn: Conn) -> None:
             try:
                 await conn.close()
             except Exception as exc:  # closing a broken socket must never mask the verdict
                 self.log.note(conn.label, f"close failed: {type(exc).__name__}: {exc}")
-        for http in self.https:
-            await http.aclose()
+
+        closing = [close_one(c) for c in self.conns] + [h.aclose() for h in self.https]
+        try:
+            async with asyncio.timeout(CLOSE_BUDGET_S):
+                await asyncio.gather(*closing, return_exceptions=True)
+        except TimeoutError:
+            for conn in self.conns:
+                conn.client.connection.transport.abort()
+            self.log.note("", f"closing the case's connections took over {CLOSE_BUDGET_S:g} s")
 
     def result_rule_ids(self, outcome: Outcome) -> list[str]:
         """The case's declared rules, then every rule it found broken."""
         return unique([*self.meta.rules, *(f.rule_id for f in outcome.findings)])
 
 
+def answered(response: Mapping[str, Any] | None) -> bool:
+    """A Response that answered: status completed, or incomplete because it reached its
+    max_output_tokens (a short answer cut by the cap `CaseContext.body` sets: a model that does
+    not stop on its own still answered)."""
+    if not isinstance(response, Mapping):
+        return False
+    if response.get("status") == "completed":
+        return True
+    details = response.get("incomplete_details")
+    return (
+        response.get("status") == "incomplete"
+        and isinstance(details, Mapping)
+        and details.get("reason") == "max_output_tokens"
+    )
+
+
+def _cut_by_cap(exchange: CaseExchange) -> bool:
+    """The response ended incomplete because it reached the max_output_tokens it was sent."""
+    final = exchange.final_response or {}
+    details = final.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    return reason == "max_output_tokens" and exchange.request.get("max_output_tokens") is not None
+
+
 def _transport_rule(exc: BaseException) -> tuple[str | None, str]:
     if isinstance(exc, TargetStopped):
         return "transport.stopped", str(exc)
+    if isinstance(exc, NoTerminal):
+        return "transport.endless", f"the target never finished a response: {exc}"
     if isinstance(exc, TimeoutError) and not isinstance(exc, TransportError):
         return "case.timeout", "the case did not finish within its time budget"
     if isinstance(exc, TargetTimeout):
@@ -643,3 +735,15 @@ def _transport_rule(exc: BaseException) -> tuple[str | None, str]:
     if isinstance(exc, TransportError):
         return "transport.error", str(exc)
     return None, ""
+
+
+def _no_terminal(exchange: CaseExchange, budget_s: float) -> str:
+    """Why a response that kept streaming was given up: its events, and since when."""
+    count = len(exchange.events)
+    if count >= MAX_EVENTS_PER_RESPONSE:
+        return f"{count} events and no terminal event (the response never ends)"
+    last = exchange.events[-1].type if exchange.events else "nothing"
+    return (
+        f"no terminal event within {budget_s:g} s: {count} events arrived (the last a "
+        f"{last}), the response never ended"
+    )

@@ -21,8 +21,11 @@ class TargetStopped(WsmodeError):
     """An earlier case found the target no longer answering: this case is not run."""
 
 
-# Findings after which the target may have stopped answering: a liveness probe decides.
-STALL_RULES: Final = frozenset({"transport.stall", "case.timeout", "queue.no_drop"})
+# Findings after which the target may have stopped answering (silence, a response that never
+# ends, a connection that cannot even be opened: a target that died): a liveness probe decides.
+STALL_RULES: Final = frozenset(
+    {"transport.stall", "transport.endless", "transport.error", "case.timeout", "queue.no_drop"}
+)
 
 
 def needs_probe(outcome: Outcome) -> bool:

@@ -10,7 +10,8 @@ into one verdict, the way autobahn and h2spec grade:
     NON-STRICT      a SHOULD-level finding (or any finding in a SHOULD case)
     PRECONDITION    the target could not be brought into the state the case tests (it answered
                     text to a named tool_choice): "precondition not met", neither PASS nor a FAIL
-                    of the case's own rules; the one case about that setup carries the FAIL
+                    of the case's own rules; the one case about that setup carries the FAIL.
+                    A finding the case made before (MUST or SHOULD) outranks it
     INFORMATIONAL   a finding in a MAY case, or a behaviour worth reporting but not judged
     UNIMPLEMENTED   the target does not declare a capability the case needs (never FAIL)
     ERROR           the harness itself broke
@@ -36,6 +37,27 @@ CATEGORIES: dict[str, str] = {
     "http": "HTTP / SSE parity",
     "lanes": "Named lanes (stream_id)",
     "beta": "Beta extensions (steer, multi-agent inject)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """A state several cases need the target brought into, judged by one case of its own."""
+
+    description: str
+    judge: str  # the case that judges it (its FAIL is the one report of the failure)
+    rule: str  # the rule whose finding in the judge means the setup failed
+
+
+# When a setup fails (in its judge, or as the precondition of a case that needs it), the other
+# cases that declare it (`@case(setups=...)`) are not run: PRECONDITION, "not run: setup failed
+# in X", so one missing behaviour is reported once instead of once per case built on it.
+SETUPS: dict[str, Setup] = {
+    "tool_call": Setup(
+        "a tool_choice naming a function is answered with a function_call",
+        judge="2.1.function-call.named",
+        rule="function_call.emitted",
+    ),
 }
 
 
@@ -75,8 +97,12 @@ class CaseMeta:
     title: str  # the one-line expectation
     rules: tuple[str, ...] = ()  # rule ids this case judges
     requires: tuple[str, ...] = ()  # target capabilities it needs
+    setups: tuple[str, ...] = ()  # named setups it needs (SETUPS): not run once one failed
 
     def __post_init__(self) -> None:
+        unknown = [name for name in self.setups if name not in SETUPS]
+        if unknown:
+            raise ValueError(f"case {self.id}: unknown setup {unknown[0]!r} ({list(SETUPS)})")
         if self.level not in REQUIREMENT_LEVELS:
             raise ValueError(f"case {self.id}: level must be one of {REQUIREMENT_LEVELS}")
         if self.category not in CATEGORIES:
@@ -112,6 +138,7 @@ class Outcome:
     informational: bool = False  # the case asked to be reported as INFORMATIONAL
     unimplemented: str | None = None  # why the case could not run
     precondition: str | None = None  # the setup the case needs did not happen (first reason)
+    failed_setup: str | None = None  # which named setup (SETUPS) that was, if any
     harness_error: str | None = None  # the harness broke (a bug in wsmode)
 
 
@@ -121,12 +148,14 @@ def decide_verdict(level: RequirementLevel, outcome: Outcome) -> Verdict:
     if outcome.unimplemented is not None:
         return Verdict.UNIMPLEMENTED
     effective = [weaker(f.level, level) for f in outcome.findings]
+    # A finding already made is never hidden by a setup that fell short afterwards: a MUST one
+    # is a FAIL and a SHOULD one NON-STRICT, precondition or not (the detail says both).
     if "MUST" in effective:
-        return Verdict.FAIL  # a rule seen broken is a FAIL even when the setup fell short
-    if outcome.precondition is not None:
-        return Verdict.PRECONDITION
+        return Verdict.FAIL
     if "SHOULD" in effective:
         return Verdict.NON_STRICT
+    if outcome.precondition is not None:
+        return Verdict.PRECONDITION
     if effective or outcome.informational:
         return Verdict.INFORMATIONAL
     return Verdict.PASS

@@ -8,19 +8,18 @@ Without `--target` (and without a profile naming a URL) the embedded reference s
 on a free loopback port. Every case runs once per target (a session-scoped parametrized fixture,
 so pytest runs one target's cases together and stops its embedded servers before the next).
 
-Each case runs in a fresh event loop under `asyncio.timeout(case timeout)`; pytest-timeout is set
-a little higher as a backstop. The verdict replaces pytest's pass/fail: FAIL and ERROR are
-reported as failed, NON-STRICT as failed only with `--wsmode-strict`, UNIMPLEMENTED as skipped.
-At the end each target gets `report.json`, `report.html` and `junit.xml` under
-`<results>/certify/<target>/<timestamp>/`, several targets also a matrix.
+Each case runs in a fresh event loop under `asyncio.timeout(case timeout)`, graded and (after a
+stall) followed by a liveness probe, all in pytest's call phase (harness.conformance.runner);
+pytest-timeout is set above everything the harness bounds itself, as a backstop that only a
+harness bug can reach, and never inside a hook. The verdict replaces pytest's pass/fail: FAIL
+and ERROR are reported as failed, NON-STRICT as failed only with `--wsmode-strict`,
+UNIMPLEMENTED as skipped. At the end each target gets `report.json`, `report.html` and
+`junit.xml` under `<results>/certify/<target>/<timestamp>/`, several targets also a matrix.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import inspect
-import time
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,10 +32,9 @@ from harness.bundled import target_profile_path
 from harness.conformance.cases import meta_of
 from harness.conformance.context import CaseContext, LiveTarget
 from harness.conformance.embedded import embedded_target, remote_target
-from harness.conformance.liveness import TargetStopped, needs_probe
 from harness.conformance.model import (
+    SETUPS,
     CaseMeta,
-    Outcome,
     Verdict,
     decide_verdict,
     detail_text,
@@ -49,9 +47,17 @@ from harness.conformance.reports import (
     write_matrix,
     write_run,
 )
+from harness.conformance.runner import (
+    CaseResult,
+    RunLedger,
+    backstop_s,
+    case_budget_s,
+    run_case,
+)
 from harness.conformance.sdk import sdk_version, warm_up
 from harness.conformance.summary import offered_version
 from harness.conformance.target_profile import (
+    DEFAULT_RESPONSE_TIMEOUT_S,
     PlannedTarget,
     TargetProfile,
     TargetProfileError,
@@ -61,18 +67,16 @@ from harness.conformance.target_profile import (
 from harness.conformance.wirelog import (
     DEFAULT_MAX_CHARS,
     FULL_MAX_CHARS,
-    RecordingWsClient,
     wire_log_for,
 )
 from harness.results.schema import finish_result, new_result, utc_now_iso
 from harness.results.store import timestamp_slug
-from harness.transport.liveness import probe
 
 REFERENCE_PROFILE = target_profile_path("reference")
-BACKSTOP_S = 15.0  # pytest-timeout = case timeout + this
 
 _STATE = pytest.StashKey["CertifyState"]()
 _CTX = pytest.StashKey[CaseContext]()
+_RESULT = pytest.StashKey[CaseResult]()
 _LETTERS = {
     "PASS": ("passed", ".", "PASS"),
     "FAIL": ("failed", "F", "FAIL"),
@@ -90,13 +94,7 @@ class TargetRun:
     live: LiveTarget | None = None
     started_at: str | None = None
     cases: list[dict[str, Any]] = field(default_factory=list)
-    stopped_after: str | None = None  # the case after which the target stopped answering
-    stop_reason: str = ""
-
-    def stopped_message(self) -> str | None:
-        if self.stopped_after is None:
-            return None
-        return f"not run: the target stopped answering after case {self.stopped_after}"
+    ledger: RunLedger = field(default_factory=RunLedger)  # a stopped target, failed setups
 
 
 @dataclass
@@ -107,6 +105,7 @@ class CertifyState:
     label: str
     event_timeout_s: float | None
     case_timeout_s: float | None
+    response_timeout_s: float | None
     full_wire_log: bool = False
     cases_expression: str | None = None
     runs: dict[str, TargetRun] = field(default_factory=dict)
@@ -148,6 +147,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="NON-STRICT (a SHOULD not met) fails the run too",
     )
     group.addoption("--event-timeout", type=float, default=None, metavar="S")
+    group.addoption(
+        "--response-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"longest one response may stream before its terminal event (default: the "
+        f"profile's, {DEFAULT_RESPONSE_TIMEOUT_S:g} s)",
+    )
     group.addoption("--case-timeout", type=float, default=None, metavar="S")
     group.addoption(
         "--wsmode-results",
@@ -217,6 +224,7 @@ def pytest_configure(config: pytest.Config) -> None:
         label=str(config.getoption("wsmode_label")),
         event_timeout_s=config.getoption("event_timeout"),
         case_timeout_s=config.getoption("case_timeout"),
+        response_timeout_s=config.getoption("response_timeout"),
         full_wire_log=bool(config.getoption("wsmode_full_wire_log")),
         cases_expression=config.getoption("wsmode_cases"),
     )
@@ -276,26 +284,39 @@ def ctx(request: pytest.FixtureRequest, wsmode_target: LiveTarget) -> CaseContex
         raise pytest.UsageError(f"{request.node.nodeid}: `ctx` is only for @case functions")
     state = _state(request.config)
     profile: TargetProfile = wsmode_target.profile
+    event_s, case_s = _timeouts(state, profile)
     context = CaseContext(
         meta,
         wsmode_target,
-        event_timeout_s=state.event_timeout_s or profile.event_timeout_s,
-        case_timeout_s=state.case_timeout_s or profile.case_timeout_s,
+        event_timeout_s=event_s,
+        case_timeout_s=case_budget_s(meta, profile, case_s, event_s),
+        response_timeout_s=state.response_timeout_s or profile.response_timeout_s,
         wire_max_chars=FULL_MAX_CHARS if state.full_wire_log else DEFAULT_MAX_CHARS,
     )
     request.node.stash[_CTX] = context
     return context
 
 
+def _timeouts(state: CertifyState, profile: TargetProfile) -> tuple[float, float]:
+    """(event timeout, case timeout) of a target: the command line's, else its profile's."""
+    return (
+        state.event_timeout_s or profile.event_timeout_s,
+        state.case_timeout_s or profile.case_timeout_s,
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     state = _state(config)
-    longest = max(
-        [state.case_timeout_s or t.profile.case_timeout_s for t in state.targets] or [60.0]
-    )
     for item in items:
         meta = meta_of(item.function) if isinstance(item, pytest.Function) else None
         if meta is not None:
-            item.add_marker(pytest.mark.timeout(longest + BACKSTOP_S))
+            # the backstop times the call only (never a hook), above all the harness bounds
+            longest = max(
+                backstop_s(case_budget_s(meta, t.profile, case_s, event_s), event_s)
+                for t in state.targets
+                for event_s, case_s in [_timeouts(state, t.profile)]
+            )
+            item.add_marker(pytest.mark.timeout(longest, func_only=True))
             # `-k` can select by case id, category or level: -k "5.1.cache and not lru"
             item.extra_keyword_matches.update((meta.id, meta.category, meta.level))
     if state.cases_expression:
@@ -303,6 +324,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = selected
+    items[:] = judges_first(items)
+
+
+def judges_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Within each target's cases, the judges of setups (model.SETUPS) run first, so a setup
+    that fails is reported by its own case and the cases built on it say so, not run."""
+    judges = {setup.judge for setup in SETUPS.values()}
+
+    def key(position: int) -> tuple[int, int, int]:
+        item = items[position]
+        callspec = getattr(item, "callspec", None)
+        target = callspec.indices.get("wsmode_target", 0) if callspec is not None else 0
+        function = item.function if isinstance(item, pytest.Function) else None
+        meta = meta_of(function) if function is not None else None
+        return (target, 0 if meta is not None and meta.id in judges else 1, position)
+
+    return [items[i] for i in sorted(range(len(items)), key=key)]
 
 
 class _CaseMatcher:
@@ -348,22 +386,10 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         return None
     names = pyfuncitem._fixtureinfo.argnames
     kwargs = {name: pyfuncitem.funcargs[name] for name in names}
-
     run = _state(pyfuncitem.config).run_for(context.target.name)
-
-    async def main() -> None:
-        try:
-            context.require(*context.meta.requires)
-            stopped = run.stopped_message()
-            if stopped is not None:
-                raise TargetStopped(stopped)
-            async with asyncio.timeout(context.case_timeout_s):
-                await function(**kwargs)
-        finally:
-            context.duration_ms = (time.perf_counter_ns() - context.started_ns) / 1e6
-            await context.aclose()
-
-    asyncio.run(main())
+    pyfuncitem.stash[_RESULT] = run_case(
+        context, lambda: function(**kwargs), run.ledger, budget_s=context.case_timeout_s
+    )
     return True
 
 
@@ -379,54 +405,24 @@ def pytest_runtest_makereport(
     if report.when == "setup" and report.failed:
         _record_setup_error(state, item, report)
     elif report.when == "call" and context is not None:
-        exc = call.excinfo.value if call.excinfo is not None else None
-        if isinstance(exc, pytest.fail.Exception) and "Timeout" in str(exc):
-            exc = TimeoutError("pytest-timeout backstop")
-        graded = context.absorb(exc)
-        _probe_if_stalled(state, context, graded)
-        not_run = isinstance(exc, TargetStopped)
-        # a case not run is FAIL at any level: nothing about the target was certified by it
-        verdict = Verdict.FAIL if not_run else decide_verdict(context.meta.level, graded)
-        _record(state, context, graded, verdict, not_run=not_run)
-        _rewrite_report(report, item, verdict, detail_text(graded), strict=state.strict)
+        result = item.stash.get(_RESULT, None)
+        if result is None or call.excinfo is not None:
+            # the case runner never raises for the target: only the backstop (a harness bug)
+            # or an interrupt gets here; graded as it stands, no probe (nothing waits in a hook)
+            exc = call.excinfo.value if call.excinfo is not None else None
+            if isinstance(exc, pytest.fail.Exception) and "Timeout" in str(exc):
+                exc = TimeoutError("pytest-timeout backstop")
+            graded = context.absorb(exc)
+            result = CaseResult(graded, decide_verdict(context.meta.level, graded))
+        _record(state, context, result)
+        _rewrite_report(
+            report, item, result.verdict, detail_text(result.outcome), strict=state.strict
+        )
     return report
 
 
-def _probe_if_stalled(state: CertifyState, context: CaseContext, graded: Outcome) -> None:
-    """After a case that stalled, ask a fresh socket whether the target still answers; if not,
-    the rest of this target's cases are not run (FAIL: transport.stopped)."""
-    run = state.run_for(context.target.name)
-    if run.stopped_after is not None or not needs_probe(graded):
-        return
-    reason = asyncio.run(
-        probe(
-            context.target.ws_url,
-            model=context.profile.model,
-            api_key=context.target.api_key,
-            event_timeout_s=context.event_timeout_s,
-            budget_s=context.case_timeout_s,
-            check_errors=True,
-            open_ws=functools.partial(RecordingWsClient.open, log=context.log, label="probe"),
-        )
-    )
-    if reason is None:
-        graded.notes.append("liveness probe after this case: the target still answers")
-        return
-    run.stopped_after, run.stop_reason = context.meta.id, reason
-    graded.notes.append(
-        f"liveness probe after this case: the target stopped answering: {reason}; "
-        "the remaining cases are not run"
-    )
-
-
-def _record(
-    state: CertifyState,
-    context: CaseContext,
-    graded: Outcome,
-    verdict: Verdict,
-    *,
-    not_run: bool = False,
-) -> None:
+def _record(state: CertifyState, context: CaseContext, result: CaseResult) -> None:
+    graded, verdict, not_run = result.outcome, result.verdict, result.not_run
     run = state.run_for(context.target.name)
     if run.started_at is None:
         run.started_at = context.started_at
@@ -448,6 +444,7 @@ def _record(
             "notes": list(graded.notes),
             "wire_log": wire_log_for(context.log.as_list(), verdict, full=state.full_wire_log),
             **({"not_run": True} if not_run else {}),
+            **({"setup_failed_in": result.setup_failed_in} if result.setup_failed_in else {}),
         }
     )
 
@@ -565,10 +562,10 @@ def build_result(run: TargetRun, state: CertifyState) -> dict[str, Any]:
         started_at=run.started_at,
     )
     result["certify"]["cases"] = run.cases
-    if run.stopped_after is not None:
+    if run.ledger.stopped_after is not None:
         result["certify"]["stopped"] = {
-            "after": run.stopped_after,
-            "reason": run.stop_reason,
+            "after": run.ledger.stopped_after,
+            "reason": run.ledger.stop_reason,
             "not_run": sum(1 for case in run.cases if case.get("not_run")),
         }
     return finish_result(result)

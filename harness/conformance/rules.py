@@ -16,6 +16,11 @@ from harness.protocol.stream_rules import RULES as STREAM_RULES
 HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     # transport: what a misbehaving target looks like from the client
     "transport.stall": ("MUST", "every awaited event arrives within the event timeout"),
+    "transport.endless": (
+        "MUST",
+        "a response reaches its terminal event within the response timeout (never streams or "
+        "drips forever)",
+    ),
     "transport.closed": ("MUST", "the target keeps the socket open unless the protocol closes it"),
     "transport.garbage": ("MUST", "server frames are text frames holding one JSON object each"),
     "transport.refused": ("MUST", "the target accepts a well-formed, authorized upgrade"),
@@ -36,8 +41,8 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     "ws.close_handshake": ("MUST", "a client close is answered with a close frame"),
     "ws.binary_refused": (
         "MUST",
-        "a binary frame is refused with an error event and/or a close frame (1003, 1007, 1008), "
-        "never a dropped connection (1006)",
+        "a binary frame is refused with an error event and/or a clean close frame (any code: "
+        "close codes are not documented), never a dropped connection (1006)",
     ),
     "ws.binary_close_code": ("MAY", "the close after a binary frame uses 1003"),
     "ws.isolation": ("MUST", "one connection dropping mid-stream does not affect another"),

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 # The order a reader wants: what failed first, what passed last.
-READING_ORDER: Final = ("FAIL", "ERROR", "NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED", "PASS")
+READING_ORDER: Final = (
+    "FAIL",
+    "ERROR",
+    "NON-STRICT",
+    "PRECONDITION",
+    "INFORMATIONAL",
+    "UNIMPLEMENTED",
+    "PASS",
+)
 _MASKS: Final = (
     (re.compile(r"\b(resp|msg|fc|rs|call|item)_[A-Za-z0-9_-]+"), r"\1_…"),
     (re.compile(r"\b\d+(\.\d+)?\b"), "#"),

@@ -32,9 +32,12 @@ profile is strict: an unknown key is an error, so a typo never silently disables
     lifetime_s = 3600                  # connection lifetime (0: none declared)
     max_message_bytes = 0              # largest accepted client message (0: none declared)
     max_lanes = 32                     # distinct named lanes per connection (0: unknown)
+    max_connections = 0                # WebSocket connections the target serves at once with
+                                       # one key, refusing the next (0: none declared)
 
     [timeouts]
     event_s = 10                       # longest wait for any one event
+    response_s = 25                    # longest one response may stream before its terminal
     case_s = 60                        # longest a case may run
 
     [embedded]                         # only for ws_url = "embedded"
@@ -70,6 +73,11 @@ CAPABILITIES: Final = (
 DOCUMENTED_MAX_LANES: Final = 32
 # Longest declared lifetime the lifetime cases will wait out.
 MAX_LIFETIME_WAIT_S: Final = 60.0
+# Longest one response may stream before its terminal event: a target that streams forever or
+# drips a delta every few seconds is caught by this, not by the event timeout (docs/RELIABILITY.md).
+DEFAULT_RESPONSE_TIMEOUT_S: Final = 25.0
+# Most connections the connection-limit case opens at once (a declared limit above is not run).
+MAX_CONNECTIONS_OPENED: Final = 256
 
 _SECTIONS: Final[dict[str, dict[str, type | tuple[type, ...]]]] = {
     "target": {
@@ -86,8 +94,9 @@ _SECTIONS: Final[dict[str, dict[str, type | tuple[type, ...]]]] = {
         "lifetime_s": (int, float),
         "max_message_bytes": int,
         "max_lanes": int,
+        "max_connections": int,
     },
-    "timeouts": {"event_s": (int, float), "case_s": (int, float)},
+    "timeouts": {"event_s": (int, float), "response_s": (int, float), "case_s": (int, float)},
     "embedded": {"server_profile": str},
 }
 _TOP: Final[dict[str, type]] = {"name": str, "description": str, "model": str, "upstream": str}
@@ -113,7 +122,9 @@ class TargetProfile:
     lifetime_s: float = 0.0
     max_message_bytes: int = 0
     max_lanes: int = DOCUMENTED_MAX_LANES  # distinct named lanes per connection (0: unknown)
+    max_connections: int = 0  # connections served at once with one key (0: none declared)
     event_timeout_s: float = 10.0
+    response_timeout_s: float = DEFAULT_RESPONSE_TIMEOUT_S
     case_timeout_s: float = 60.0
     server_profile: str = "zero"  # cost profile of the embedded reference server
     source: str = "<defaults>"
@@ -160,6 +171,15 @@ class TargetProfile:
             return None if self.max_message_bytes else "no max message size declared"
         if requirement == "lane_limit":
             return None if self.max_lanes else "named-lane limit declared unknown (0)"
+        if requirement == "connection_limit":
+            if not self.max_connections:
+                return "no connection limit declared (limits.max_connections)"
+            if self.max_connections > MAX_CONNECTIONS_OPENED:
+                return (
+                    f"declared connection limit {self.max_connections} is above the "
+                    f"{MAX_CONNECTIONS_OPENED} connections a case opens"
+                )
+            return None
         raise ValueError(f"unknown requirement {requirement!r}")
 
     def with_changes(self, **changes: Any) -> TargetProfile:
@@ -181,7 +201,9 @@ class TargetProfile:
             "lifetime_url": bool(self.lifetime_url),
             "max_message_bytes": self.max_message_bytes,
             "max_lanes": self.max_lanes,
+            "max_connections": self.max_connections,
             "event_timeout_s": self.event_timeout_s,
+            "response_timeout_s": self.response_timeout_s,
             "case_timeout_s": self.case_timeout_s,
         }
 
@@ -247,6 +269,8 @@ def parse_profile(
                     raise TargetProfileError(f"{source}: timeouts.{sub}: must be > 0")
             if "event_s" in value:
                 values["event_timeout_s"] = float(value["event_s"])
+            if "response_s" in value:
+                values["response_timeout_s"] = float(value["response_s"])
             if "case_s" in value:
                 values["case_timeout_s"] = float(value["case_s"])
         elif key == "embedded" and "server_profile" in value:

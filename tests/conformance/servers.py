@@ -8,11 +8,16 @@ behaves. It runs its own event loop in a thread so a `pytest suites` subprocess 
 relays every frame both ways and, as the released gateways do (PROTOCOL.md §2.1), answers a
 warm-up (`generate: false`) with `response.created` then `response.completed`, no
 `response.in_progress` between them.
+
+The modes of a target that goes wrong mid-run (`endless`, `drip`) answer their first create
+as "ok" does (what a pre-run check sees), then never finish a response again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import json
 import threading
 from collections.abc import Iterator
@@ -21,6 +26,7 @@ from typing import Any, TypeVar
 
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
 
 from harness.protocol.events import TERMINAL_TYPES, response_object
 
@@ -35,8 +41,14 @@ MODES = (
     "gateway",  # behaves like the gateways certified in issue 11 (see `gateway_events`)
     "swallow-errors",  # answers good creates, stays silent where an error event is due
     "slow",  # conformant, but each event takes SLOW_EVENT_S
+    "endless",  # after its first create: deltas every ENDLESS_DELTA_S, never a terminal event
+    "drip",  # after its first create: one delta every DRIP_DELTA_S, never a terminal event
+    "never-stops",  # a model that does not stop: runs to max_output_tokens (else NO_CAP_TOKENS)
 )
 SLOW_EVENT_S = 0.3
+ENDLESS_DELTA_S = 0.02
+DRIP_DELTA_S = 0.5  # below the event timeout the tests give certify: only the response
+NO_CAP_TOKENS = 2048  # the context a never-stopping model fills without max_output_tokens
 
 
 def gateway_events(events: list[dict[str, Any]], frame: dict[str, Any]) -> list[dict[str, Any]]:
@@ -127,6 +139,11 @@ class CannedServer:
                 continue  # the upstream's previous_response_not_found, swallowed
             self.counter += 1
             events = canned_events(f"resp_canned{self.counter}")
+            if self.mode in ("endless", "drip") and self.counter > 1:
+                await self.never_finish(ws, events)
+                return
+            if self.mode == "never-stops":
+                events = never_stopping_events(events, frame.get("max_output_tokens"))
             if self.mode == "gateway":
                 events = gateway_events(events, frame)
             if self.mode == "usage-in-created":
@@ -148,6 +165,49 @@ class CannedServer:
                     await ws.send(b"\x00\x01binary")
                     break
                 await ws.send(json.dumps(event))
+
+    async def never_finish(self, ws: ServerConnection, events: list[dict[str, Any]]) -> None:
+        """The events up to the first delta, then more deltas forever (no terminal)."""
+        head = events[:4]
+        delta = dict(events[4])
+        for event in head:
+            await ws.send(json.dumps(event))
+        pause = ENDLESS_DELTA_S if self.mode == "endless" else DRIP_DELTA_S
+        with contextlib.suppress(ConnectionClosed):  # until the client gives up
+            for seq in itertools.count(len(head)):
+                await ws.send(json.dumps({**delta, "delta": "and ", "sequence_number": seq}))
+                await asyncio.sleep(pause)
+
+
+def never_stopping_events(events: list[dict[str, Any]], cap: Any) -> list[dict[str, Any]]:
+    """A text response that runs to `cap` one-token deltas (NO_CAP_TOKENS without a cap) and
+    ends response.incomplete, reason max_output_tokens: a model that never stops on its own."""
+    tokens = cap if isinstance(cap, int) and cap > 0 else NO_CAP_TOKENS
+    text = "and " * tokens
+    head, delta = events[:4], events[4]
+    deltas = [{**delta, "delta": "and "} for _ in range(tokens)]
+    tail = [dict(e) for e in events[5:]]
+    tail[0]["text"] = text
+    tail[1]["part"] = {**tail[1]["part"], "text": text}
+    item = tail[2]["item"]
+    done_item = {**item, "status": "incomplete", "content": [tail[1]["part"]]}
+    tail[2] = {**tail[2], "item": done_item}
+    response = tail[3]["response"]
+    usage = {**response["usage"], "output_tokens": tokens, "total_tokens": 5 + tokens}
+    tail[3] = {
+        "type": "response.incomplete",
+        "response": {
+            **response,
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [done_item],
+            "usage": usage,
+        },
+    }
+    shaped = [*head, *deltas, *tail]
+    for seq, event in enumerate(shaped):
+        event["sequence_number"] = seq
+    return shaped
 
 
 def _err(code: str) -> dict[str, Any]:

@@ -104,3 +104,33 @@ def test_several_targets_render_one_matrix(suites: Any) -> None:
     row = next(line for line in text.splitlines() if "1.handshake.upgrade" in line)
     assert "PASS" in row and "FAIL" in row
     assert "cases × implementations" in run.output
+
+
+def test_targets_that_never_finish_end_the_run_with_a_report(suites: Any) -> None:
+    """An endless and a dripping target (each answers its first create, then never finishes a
+    response) end the run with a report and exit 1: the response timeout gives up the stream,
+    the probe finds the target stuck, the rest is not run. A target whose model never stops on
+    its own passes the short-answer cases: they cap max_output_tokens. The harness's own
+    timeouts bound the run; the subprocess timeout only bounds a hang."""
+    with running("endless") as endless, running("drip") as drip, running("never-stops") as chatty:
+        run = suites(
+            "--target", endless.url, "--target", drip.url, "--target", chatty.url,
+            "-k", SELECTION, "--event-timeout", "3", "--response-timeout", "3",
+        )  # fmt: skip
+    assert run.returncode == 1, run.output
+    assert "INTERNALERROR" not in run.output
+    for server in (endless, drip):
+        first, stuck, *rest = run.report(f":{server.port}")["certify"]["cases"]  # run order
+        assert first["verdict"] == "PASS", "its first create is answered"
+        assert stuck["verdict"] == "FAIL" and "transport.endless" in stuck["rule_ids"]
+        assert "the response never ended" in stuck["detail"], stuck["detail"]
+        assert any(e["conn"] == "probe" for e in stuck["wire_log"])
+        assert rest and all(case["not_run"] is True for case in rest), rest
+        stopped = run.report(f":{server.port}")["certify"]["stopped"]
+        assert stopped["after"] == stuck["id"] and stopped["not_run"] == len(rest)
+        report_md = next(run.root.glob(f"certify/*{server.port}*/*/report.md")).read_text()
+        assert f"target stopped answering after case {stuck['id']}" in report_md
+    for case_id, case in run.cases(f":{chatty.port}").items():
+        assert case["verdict"] == "PASS", (case_id, case["detail"])
+    capped = run.cases(f":{chatty.port}")["3.3.lifecycle.text"]
+    assert "cut by the max_output_tokens 128 it asked for" in capped["detail"]

@@ -108,5 +108,7 @@ def test_precondition_not_met_is_its_own_verdict_below_a_must_finding() -> None:
     assert decide_verdict("MUST", unmet) is Verdict.PRECONDITION
     assert not is_failure(Verdict.PRECONDITION, strict=True)
     assert decide_verdict("MUST", outcome("MUST", precondition="x")) is Verdict.FAIL
-    assert decide_verdict("MUST", outcome("SHOULD", precondition="x")) is Verdict.PRECONDITION
+    # a finding already made is never hidden by the precondition that failed after it
+    assert decide_verdict("MUST", outcome("SHOULD", precondition="x")) is Verdict.NON_STRICT
+    assert decide_verdict("SHOULD", outcome("MUST", precondition="x")) is Verdict.NON_STRICT
     assert "precondition not met: answered in text" in detail_text(unmet)
