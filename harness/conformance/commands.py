@@ -240,6 +240,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run too")
     parser.add_argument("--event-timeout", type=float, default=None, metavar="S")
+    parser.add_argument(
+        "--response-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="longest one response may stream before its terminal event (default: the "
+        "profile's, 25 s)",
+    )
     parser.add_argument("--case-timeout", type=float, default=None, metavar="S")
     parser.add_argument("--results", default="results", metavar="DIR", help="results root")
     parser.add_argument("--label", default="certify")
@@ -300,6 +308,8 @@ def pytest_arguments(args: argparse.Namespace) -> list[str]:
         argv.append("--wsmode-strict")
     if args.event_timeout is not None:
         argv += ["--event-timeout", str(args.event_timeout)]
+    if args.response_timeout is not None:
+        argv += ["--response-timeout", str(args.response_timeout)]
     if args.case_timeout is not None:
         argv += ["--case-timeout", str(args.case_timeout)]
     if args.no_report:
