@@ -23,7 +23,7 @@ Exception tree (each package's own errors, where they are defined)::
     │       └── SetupNotRun              a setup the case needs failed in another case: not run
     ├── Unimplemented                    harness.conformance.context: the target lacks a capability
     ├── TargetStopped                    harness.conformance.liveness: the target stopped answering
-    ├── UnreadableInput                  harness.conformance.offline_check: a file check can't read
+    ├── UnreadableInput                  harness.conformance.recorded_streams: unreadable by check
     ├── ClientProfileError               harness.conformance.clients.profiles: a client unusable
     ├── ReportLineError                  harness.conformance.clients.contract: not a turn report
     ├── EmbeddedServerError              harness.load.bench.embedded_server: `serve` did not start

@@ -248,7 +248,7 @@ async def test_binary_close_code(ctx: CaseContext) -> None:
 )
 async def test_isolation(ctx: CaseContext) -> None:
     first = await ctx.connect()
-    await first.send(ctx.body(bodies.LONG_PROMPT))
+    await first.send(ctx.body(bodies.LONG_PROMPT, max_output_tokens=bodies.LONG_ANSWER_MAX_TOKENS))
     await first.next_event()
     first.client.connection.transport.abort()
     ctx.log.note(first.label, "transport aborted by the harness (client vanished mid-stream)")

@@ -221,7 +221,8 @@ async def test_queue_fifo(ctx: CaseContext) -> None:
 async def test_queue_mid_stream(ctx: CaseContext) -> None:
     conn = await ctx.connect()
     traffic = conn.lanes()
-    await traffic.send(ctx.body(bodies.LONG_PROMPT, **order_fields("1")))
+    long = ctx.body(bodies.LONG_PROMPT, max_output_tokens=bodies.LONG_ANSWER_MAX_TOKENS)
+    await traffic.send({**long, **order_fields("1")})
     await traffic.read_until(lambda: bool(traffic.arrivals))
     first = traffic.arrivals[0][1]
     ctx.check(first.type == "response.created", "case.expectation", f"first event {first.type}")

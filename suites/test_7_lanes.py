@@ -165,7 +165,11 @@ async def overlap(
 )
 async def test_lane_concurrent(ctx: CaseContext) -> None:
     script = [{"type": "message", "tokens": 1500}]
-    long = ctx.body(bodies.long_prompt(), wsmode={"script": script})
+    long = ctx.body(
+        bodies.long_prompt(),
+        wsmode={"script": script},
+        max_output_tokens=bodies.LONG_ANSWER_MAX_TOKENS,
+    )
     short = ctx.body("Lane two.", wsmode={"script": [{"type": "message", "text": "Lane two."}]})
     await overlap(ctx, long, short, "lanes.concurrent")
 
@@ -181,7 +185,7 @@ async def test_lane_concurrent(ctx: CaseContext) -> None:
 )
 async def test_lane_concurrent_long_prompt(ctx: CaseContext) -> None:
     # Without scripted output the overlap depends on how long the model takes: SHOULD.
-    long = ctx.body(bodies.long_prompt(), max_output_tokens=2048)
+    long = ctx.body(bodies.long_prompt(), max_output_tokens=bodies.LONG_ANSWER_MAX_TOKENS)
     await overlap(ctx, long, ctx.body(), "lanes.concurrent")
 
 
@@ -197,7 +201,8 @@ async def test_lane_fifo(ctx: CaseContext) -> None:
     lane, other = "wsmode-fifo", "wsmode-other"
     conn = await ctx.connect()
     traffic = conn.lanes()
-    await traffic.send(ctx.body(bodies.long_prompt(), stream_id=lane, **order_fields("1")))
+    long = ctx.body(bodies.long_prompt(), max_output_tokens=bodies.LONG_ANSWER_MAX_TOKENS)
+    await traffic.send({**long, "stream_id": lane, **order_fields("1")})
     await traffic.send(ctx.body("Request 2: say hello.", stream_id=lane, **order_fields("2")))
     await traffic.send(ctx.body("Say hello.", stream_id=other, **order_fields("3")))
     await read_answers(ctx, traffic, 3, "three creates on two lanes")

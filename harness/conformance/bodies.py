@@ -14,6 +14,9 @@ SHORT_PROMPT: Final = "Reply with one short sentence about the sea."
 # does not stop on its own is cut here (response.incomplete, counted as answered), not at its
 # context length, which a stateless replay of the history would then overflow.
 SHORT_ANSWER_MAX_TOKENS: Final = 128
+# ... and of a request that needs a long answer in flight (an essay: the queue and isolation cases,
+# the lanes' long prompt): long enough that a model that does stop is never cut.
+LONG_ANSWER_MAX_TOKENS: Final = 2048
 LONG_PROMPT: Final = (
     "Write a detailed, 600-word essay on the history of the printing press, "
     "with an introduction, three sections and a conclusion."

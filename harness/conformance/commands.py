@@ -160,6 +160,7 @@ CHECK_DOC = """Judge recorded traffic with the protocol core's rules, without a 
     wsmode check capture.jsonl                 # one JSON event per line
     wsmode check body.sse report.json          # raw SSE text; a certify report's wire logs
     wsmode check --json cassette.yaml          # VCR cassettes (PyYAML); machine-readable output
+    wsmode check capture.har record.json       # HAR, go-vcr, Ruby VCR, Azure test-proxy records
 
 Each response (split at response.created, or response.queued when no created precedes it) gets
 a verdict and its findings: level, rule id, the offending event's position, how many events
@@ -197,7 +198,12 @@ def check_main(args: argparse.Namespace) -> int:
             print("\n".join(render_text(report)))
         verdicts = Counter(r.verdict for report in reports for r in report.responses)
         tally = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
-        print(f"wsmode check: {sum(verdicts.values())} responses in {len(reports)} files: {tally}")
+        skipped = sum(report.skipped for report in reports)
+        other = f"; {skipped} interactions skipped (not Responses traffic)" if skipped else ""
+        print(
+            f"wsmode check: {sum(verdicts.values())} responses in {len(reports)} files: "
+            f"{tally}{other}"
+        )
     if unreadable:
         return EXIT_USAGE
     return 1 if any(r.must_findings for r in reports) else 0

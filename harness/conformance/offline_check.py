@@ -1,15 +1,18 @@
 """`wsmode check`: judge recorded Responses traffic offline, with the protocol core's rules.
 
-Reads, by content (never by file name):
+Reads, by content (never by file name; `recorded_streams` and `recorded_containers` read them):
 
 * **JSONL** of events, one JSON object per line (an SDK's or gateway's capture, vercel/ai's
   `*.chunks.txt`), or one JSON array of events;
 * **SSE text**: `event:`/`data:` blocks as sent on the wire (`[DONE]` and comments tolerated),
   read through the transport's sans-I/O parser (`harness.transport.sse_wire`);
 * the project's **wire logs**: JSONL of wire entries (`{t_ms, conn, dir, kind, data}`), or a
-  certify `report.json` whose cases carry `wire_log`; every connection is its own stream;
-* **VCR cassettes** (`interactions:` YAML, as pydantic-ai and llm record them; needs PyYAML):
-  every streamed response body is its own stream.
+  certify `report.json` (its cases under `certify.cases`, each with its `wire_log`); the compact
+  rows certify writes by default are expanded exactly first, and a connection whose log lost
+  frames (an older, abridged log) is not judged, with a note;
+* **HTTP recording containers**: VCR.py, go-vcr and Ruby VCR cassettes, HAR files and the Azure
+  SDK test-proxy's records; every streamed Responses body is its own stream, and interactions
+  that are not Responses traffic are skipped and counted.
 
 Each stream goes through `StreamAccumulator`, which splits it into responses at each
 `response.created` (or `response.queued` when no created precedes it). Every response gets a
@@ -20,49 +23,28 @@ shared the cause). Unreadable input raises `UnreadableInput` naming the file and
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from harness.errors import WsmodeError
+from harness.conformance.recorded_containers import container_kind, read_container
+from harness.conformance.recorded_streams import (
+    Located,
+    Stream,
+    Streams,
+    UnreadableInput,
+    read_json,
+    read_sse,
+)
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.levels import StreamRuleLevel
 from harness.protocol.stream import StreamAccumulator
 from harness.protocol.stream_rules import Violation
-from harness.transport.sse_wire import SseParser, block_fields
 
-# The marker `harness.conformance.wirelog.clip` leaves in a frame it shortened.
-_CLIPPED = "more characters]"
-
-
-class UnreadableInput(WsmodeError):
-    """A file that is not one of the readable forms, or a record in it that is broken."""
-
-    def __init__(self, path: str, line: int | None, message: str) -> None:
-        where = f"{path}:{line}" if line is not None else path
-        super().__init__(f"{where}: {message}")
-
-
-@dataclass(frozen=True, slots=True)
-class Located:
-    """One event and where it was read: `line` in the file (1-based), `where` for people."""
-
-    event: dict[str, Any]
-    line: int | None
-    where: str
-
-
-@dataclass(slots=True)
-class Stream:
-    """The events of one connection, SSE body or capture, in order."""
-
-    label: str  # "" for a file that is one stream
-    events: list[Located] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    sse_names: list[tuple[str, str, Located]] = field(default_factory=list)  # (event:, type)
+__all__ = ["UnreadableInput", "check_file", "expand_inputs", "render_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +107,7 @@ class FileReport:
     responses: list[ResponseVerdict] = field(default_factory=list)
     findings: list[CheckFinding] = field(default_factory=list)  # of no single response
     notes: list[str] = field(default_factory=list)
+    skipped: int = 0  # interactions of a container that are not Responses traffic
 
     @property
     def must_findings(self) -> int:
@@ -137,11 +120,12 @@ class FileReport:
             "responses": [r.as_dict() for r in self.responses],
             "findings": [f.as_dict() for f in self.findings],
             "notes": self.notes,
+            "skipped": self.skipped,
         }
 
 
 # -- reading ------------------------------------------------------------------------------------
-RECORDED_SUFFIXES = (".jsonl", ".json", ".txt", ".sse", ".yaml", ".yml")
+RECORDED_SUFFIXES = (".jsonl", ".json", ".txt", ".sse", ".yaml", ".yml", ".har")
 
 
 def expand_inputs(paths: list[str]) -> list[str]:
@@ -159,7 +143,7 @@ def expand_inputs(paths: list[str]) -> list[str]:
     return expanded
 
 
-def read_streams(path: str | Path) -> list[Stream]:
+def read_streams(path: str | Path) -> Streams:
     """The streams in one file, whatever its form; UnreadableInput when it has none."""
     name = str(path)
     try:
@@ -173,173 +157,45 @@ def read_streams(path: str | Path) -> list[Stream]:
         raise UnreadableInput(name, line, "not UTF-8 text") from None
     head = text.lstrip()[:64]
     if head.startswith(("{", "[")):
-        streams = _read_json(name, text)
-    elif head.startswith("interactions:"):
-        streams = _read_cassette(name, text)
+        document = _json_document(text)
+        found = (
+            read_container(name, document)
+            if container_kind(document) is not None
+            else read_json(name, text)
+        )
+    elif head.startswith(_YAML_HEADS):
+        found = read_container(name, _yaml_container(name, text))
     else:
-        streams = [_read_sse(name, text.encode(), "", 0)]
-    if not any(s.events for s in streams):
+        found = Streams([read_sse(name, text.encode(), "", 0)])
+    if not any(s.events for s in found.streams) and not found.skipped and not found.notes:
         raise UnreadableInput(name, None, "no Responses events found (JSONL, SSE, wire log)")
-    return streams
+    return found
 
 
-def _read_json(name: str, text: str) -> list[Stream]:
+# The first line of a YAML cassette: VCR.py's, go-vcr's (`---` then `version:`), Ruby VCR's.
+_YAML_HEADS = ("interactions:", "http_interactions:", "---", "version:")
+
+
+def _json_document(text: str) -> Any:
     try:
-        document = json.loads(text)
+        return json.loads(text)
     except ValueError:
-        document = None  # JSONL, or broken: read line by line to say which line
-    if isinstance(document, dict) and isinstance(document.get("cases"), list):
-        return _read_report(name, document)
-    records: list[tuple[int | None, Any]]
-    if isinstance(document, list):
-        records = [(None, record) for record in document]
-    elif isinstance(document, dict):
-        records = [(1, document)]
-    else:
-        records = list(_jsonl_records(name, text))
-    return _streams_of_records(name, records, "")
+        return None  # JSONL, or broken: read_json says which line
 
 
-def _jsonl_records(name: str, text: str) -> Iterator[tuple[int | None, Any]]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UnreadableInput(name, number, f"not a JSON object ({exc.msg})") from None
-
-
-def _streams_of_records(
-    name: str, records: list[tuple[int | None, Any]], prefix: str
-) -> list[Stream]:
-    """Events, or wire entries (one stream per connection), into streams."""
-    streams: dict[str, Stream] = {}
-    for position, (line, record) in enumerate(records, start=1):
-        where = f"line {line}" if line is not None else f"{prefix}entry {position}"
-        if not isinstance(record, dict):
-            raise UnreadableInput(
-                name, line, f"{where}: a JSON {type(record).__name__}, not an object"
-            )
-        if _is_wire_entry(record):
-            _add_wire_entry(name, streams, record, line, where, prefix)
-            continue
-        if record.get("kind") == "rollout":
-            raise UnreadableInput(
-                name,
-                line,
-                f"{where}: a wsmode-trace holds rollouts, not server events "
-                "(record with `wsmode record --events FILE` to judge what the server sent)",
-            )
-        if not isinstance(record.get("type"), str):
-            raise UnreadableInput(name, line, f"{where}: a JSON object without a 'type'")
-        stream = streams.setdefault(prefix, Stream(prefix))
-        stream.events.append(Located(record, line, where))
-    return list(streams.values())
-
-
-def _is_wire_entry(record: Mapping[str, Any]) -> bool:
-    return "dir" in record and "kind" in record and "data" in record and "type" not in record
-
-
-def _add_wire_entry(
-    name: str,
-    streams: dict[str, Stream],
-    entry: Mapping[str, Any],
-    line: int | None,
-    where: str,
-    prefix: str,
-) -> None:
-    if entry.get("dir") != "recv" or entry.get("kind") not in ("text", "sse"):
-        return
-    label = f"{prefix}conn {entry.get('conn', '')}".strip()
-    stream = streams.setdefault(label, Stream(label))
-    data = str(entry.get("data", ""))
-    if data.endswith(_CLIPPED):
-        stream.notes.append(f"{where}: frame clipped by the wire log, left out (not judged)")
-        return
-    if entry.get("kind") == "sse":
-        block = _read_sse(name, data.encode(), label, 0)
-        for located in block.events:
-            stream.events.append(Located(located.event, line, where))
-        stream.sse_names.extend(block.sse_names)
-        return
-    try:
-        event = json.loads(data)
-    except ValueError:
-        stream.notes.append(f"{where}: a received frame that is not JSON (transport.garbage)")
-        return
-    if isinstance(event, dict):
-        stream.events.append(Located(event, line, where))
-
-
-def _read_report(name: str, report: Mapping[str, Any]) -> list[Stream]:
-    streams: list[Stream] = []
-    for case in report["cases"]:
-        if not isinstance(case, dict) or not isinstance(case.get("wire_log"), list):
-            continue
-        prefix = f"case {case.get('id', '?')} "
-        records: list[tuple[int | None, Any]] = [(None, entry) for entry in case["wire_log"]]
-        streams.extend(s for s in _streams_of_records(name, records, prefix) if s.events)
-    return streams
-
-
-def _read_sse(name: str, body: bytes, label: str, line_offset: int) -> Stream:
-    """SSE text through the transport's parser; each block's line is where it starts."""
-    stream = Stream(label)
-    parser = SseParser()
-    blocks = parser.blocks(body)
-    last = parser.end_block()
-    if last is not None:
-        blocks.append(last)
-    line = 1 + line_offset
-    for block in blocks:
-        start = line + _leading_newlines(block)
-        line += block.count(b"\n") + 2
-        event_name, data = block_fields(block)
-        if data is None or data == b"[DONE]":
-            continue
-        where = f"{label + ', ' if label else ''}line {start}"
-        try:
-            event = json.loads(data.decode("utf-8"))
-        except ValueError:
-            raise UnreadableInput(name, start, "an SSE data line that is not JSON") from None
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            raise UnreadableInput(name, start, "an SSE event that is not a typed JSON object")
-        located = Located(event, start, where)
-        stream.events.append(located)
-        if event_name is not None:
-            stream.sse_names.append((event_name, event["type"], located))
-    return stream
-
-
-def _leading_newlines(block: bytes) -> int:
-    return len(block) - len(block.lstrip(b"\n"))
-
-
-def _read_cassette(name: str, text: str) -> list[Stream]:
+def _yaml_container(name: str, text: str) -> dict[str, Any]:
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         raise UnreadableInput(name, line, "a cassette that is not valid YAML") from None
-    interactions = document.get("interactions") if isinstance(document, dict) else None
-    if not isinstance(interactions, list):
-        raise UnreadableInput(name, None, "a cassette without an 'interactions' list")
-    streams = []
-    for number, interaction in enumerate(interactions, start=1):
-        body = _cassette_body(interaction)
-        if body is not None and ("\ndata:" in "\n" + body):
-            streams.append(_read_sse(name, body.encode(), f"interaction {number}", 0))
-    return streams
-
-
-def _cassette_body(interaction: Any) -> str | None:
-    response = interaction.get("response") if isinstance(interaction, dict) else None
-    body = response.get("body") if isinstance(response, dict) else None
-    text = body.get("string") if isinstance(body, dict) else body
-    return text if isinstance(text, str) else None
+    if container_kind(document) is None:
+        raise UnreadableInput(
+            name, None, "a YAML file without 'interactions' or 'http_interactions' (a cassette)"
+        )
+    assert isinstance(document, dict)
+    return document
 
 
 # -- judging ------------------------------------------------------------------------------------
@@ -413,7 +269,10 @@ def _sse_name_findings(stream: Stream) -> list[CheckFinding]:
 def check_file(path: str | Path) -> FileReport:
     """Read and judge one file; UnreadableInput when it cannot be read."""
     report = FileReport(str(path))
-    for stream in read_streams(path):
+    found = read_streams(path)
+    report.skipped = found.skipped
+    report.notes.extend(found.notes)
+    for stream in found.streams:
         verdicts, loose = check_stream(stream)
         report.responses.extend(verdicts)
         report.findings.extend(loose)

@@ -64,11 +64,8 @@ from harness.conformance.target_profile import (
     load_target_profile,
     plan_targets,
 )
-from harness.conformance.wirelog import (
-    DEFAULT_MAX_CHARS,
-    FULL_MAX_CHARS,
-    wire_log_for,
-)
+from harness.conformance.wirelog import FULL_MAX_CHARS
+from harness.conformance.wirelog_compact import wire_log_for
 from harness.results.schema import finish_result, new_result, utc_now_iso
 from harness.results.store import timestamp_slug
 
@@ -291,7 +288,7 @@ def ctx(request: pytest.FixtureRequest, wsmode_target: LiveTarget) -> CaseContex
         event_timeout_s=event_s,
         case_timeout_s=case_budget_s(meta, profile, case_s, event_s),
         response_timeout_s=state.response_timeout_s or profile.response_timeout_s,
-        wire_max_chars=FULL_MAX_CHARS if state.full_wire_log else DEFAULT_MAX_CHARS,
+        wire_max_chars=FULL_MAX_CHARS,  # whole; wire_log_for compacts what it writes
     )
     request.node.stash[_CTX] = context
     return context

@@ -26,7 +26,7 @@ from harness.conformance.summary import (
     stopped_line,
     target_line,
 )
-from harness.conformance.wirelog import format_entries
+from harness.conformance.wirelog import DEFAULT_MAX_CHARS, format_entries, shorten_json
 from harness.results.page import html_page
 from harness.results.schema import VERDICTS, dumps_result
 from harness.results.store import slug, timestamp_slug
@@ -304,7 +304,9 @@ def _case_section(case: Mapping[str, Any]) -> str:
                 f"<tr class={_e(direction)}><td class=n>{float(entry.get('t_ms', 0)):.3f}</td>"
                 f"<td>{_e(entry.get('conn', ''))}</td><td>{arrows.get(direction, '')}</td>"
                 f"<td>{_e(entry.get('kind', ''))}</td><td class=n>{entry.get('bytes', 0)}</td>"
-                f"<td class=d>{_e(entry.get('data', ''))}</td></tr>"
+                # the page shows a long frame shortened; report.json keeps it whole
+                f"<td class=d>{_e(shorten_json(str(entry.get('data', '')), DEFAULT_MAX_CHARS))}"
+                "</td></tr>"
             )
         parts.append("</table>")
     else:

@@ -135,3 +135,85 @@ def test_a_directory_stands_for_the_recorded_files_below_it(
     (tmp_path / "empty").mkdir()
     assert main(["check", str(tmp_path / "empty")]) == 2
     assert "no recorded files" in capsys.readouterr().err
+
+
+# The embedded reference server at 1000 tok/s (one delta per token), so delta runs are collapsed.
+STREAMING_PROFILE = """
+name = "streaming"
+model = "wsmode-reference"
+[target]
+ws_url = "embedded"
+http_url = "embedded"
+api_key = "sk-wsmode-reference"
+[capabilities]
+store = true
+[embedded]
+server_profile = "spark-1000tps"
+"""
+
+
+@pytest.fixture(scope="module")
+def certified(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """One real certify run (full wire logs) of the reference server, clean and with a fault
+    that breaks a rule most of these cases do not judge (their wire logs get compacted)."""
+    from tests.conformance.conftest import run_suites
+
+    root = tmp_path_factory.mktemp("certify")
+    profile = root / "streaming.toml"  # the reference server decoding token by token
+    profile.write_text(STREAMING_PROFILE)
+    run = run_suites(
+        root,
+        "--target", "embedded", "--target", "embedded:done-text-mismatch",
+        "--target-profile", str(profile), "--wsmode-full-wire-log",
+        "-k", "test_text_grammar or test_queue_mid_stream or test_chain or test_sse_text",
+    )  # fmt: skip
+    assert run.returncode == 1, run.output  # the fault's own case fails
+    assert len(run.reports) == 2
+    return run.reports
+
+
+def _verdicts(path: Path) -> dict[tuple[str, int], tuple[str, list[str]]]:
+    report = check_file(path)
+    return {
+        (r.stream, r.index): (r.verdict, sorted(f.rule_id for f in r.findings))
+        for r in report.responses
+    }
+
+
+def test_check_reads_certify_reports_and_compact_logs_judge_as_full_ones(
+    certified: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    from harness.conformance.model import Verdict
+    from harness.conformance.plugin import wire_log_for
+
+    for number, result in enumerate(certified):
+        full = tmp_path / f"full{number}.json"
+        full.write_text(json.dumps(result))  # the report.json certify wrote (--full-wire-log)
+        compact_result = json.loads(json.dumps(result))
+        for case in compact_result["certify"]["cases"]:
+            case["wire_log"] = wire_log_for(case["wire_log"], Verdict(case["verdict"]), full=False)
+        compact = tmp_path / f"compact{number}.json"
+        compact.write_text(json.dumps(compact_result))  # what certify writes by default
+        assert compact.stat().st_size < full.stat().st_size
+        assert any(
+            e["kind"] == "deltas" for c in compact_result["certify"]["cases"] for e in c["wire_log"]
+        ), "the default log collapses delta runs"
+        judged = _verdicts(full)
+        assert judged, "every case's connections are judged"
+        assert _verdicts(compact) == judged, "the compact log gives the full log's verdicts"
+    faulty = _verdicts(tmp_path / "compact1.json")
+    assert any("text.done_matches_deltas" in rules for _, rules in faulty.values())
+    clean = _verdicts(tmp_path / "compact0.json")
+    assert {verdict for verdict, _ in clean.values()} == {"PASS"}
+
+
+def test_an_abridged_wire_log_is_refused_per_connection_with_a_note(tmp_path: Path) -> None:
+    rows = [
+        {"t_ms": 0, "conn": "ws1", "dir": "recv", "kind": "text", "bytes": 1, "data": "{}"},
+        {"t_ms": 1, "conn": "ws1", "dir": "meta", "kind": "elided", "bytes": 0, "data": "5 rows"},
+    ]
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"certify": {"cases": [{"id": "c1", "wire_log": rows}]}}))
+    report = check_file(path)
+    assert report.responses == []
+    assert any("not judged: rows elided" in note for note in report.notes), report.notes

@@ -6,7 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.conformance.wirelog import clip, collapse_deltas, keep_ends, shorten_json
+from harness.conformance.wirelog import clip, shorten_json
+from harness.conformance.wirelog_compact import (
+    collapse_deltas,
+    compact_entries,
+    expand_entries,
+)
 
 
 def test_a_large_terminal_frame_keeps_usage_status_and_error_whole() -> None:
@@ -38,8 +43,11 @@ def test_clip_elides_the_middle_and_says_how_much() -> None:
     assert clip("short", 6) == "short"
 
 
-def delta(conn: str, text: str, t_ms: float) -> dict[str, Any]:
-    data = json.dumps({"type": "response.output_text.delta", "delta": text})
+def delta(conn: str, text: str, t_ms: float, seq: int | None = None) -> dict[str, Any]:
+    event: dict[str, Any] = {"type": "response.output_text.delta", "delta": text}
+    if seq is not None:
+        event["sequence_number"] = seq
+    data = json.dumps(event)
     return {"t_ms": t_ms, "conn": conn, "dir": "recv", "kind": "text", "bytes": 9, "data": data}
 
 
@@ -55,8 +63,44 @@ def test_a_delta_run_becomes_first_summary_last_with_the_text() -> None:
     assert collapse_deltas(short) == short  # fewer than four: kept as they are
 
 
-def test_keep_ends_says_how_many_rows_it_left_out() -> None:
-    rows = [{"t_ms": float(i), "bytes": 1, "kind": "text"} for i in range(100)]
-    kept = keep_ends(rows, 40, 10)
-    assert len(kept) == 51 and kept[40]["kind"] == "elided"
-    assert kept[40]["data"].startswith("50 rows elided")
+def test_a_seq_gap_or_another_item_ends_a_run() -> None:
+    gap = [
+        delta("ws1", w, float(i), seq)
+        for i, (w, seq) in enumerate(zip("abcdef", [3, 4, 5, 7, 8, 9], strict=True))
+    ]
+    assert collapse_deltas(gap) == gap, "a jump in sequence_number stays visible, frame by frame"
+
+
+def test_the_compact_log_expands_to_every_received_frame() -> None:
+    long_text = "word " * 200  # over LONG_FIELD_CHARS: repeated later, referenced
+    sent = {"t_ms": 0.0, "conn": "ws1", "dir": "send", "kind": "text", "bytes": 5000}
+    sent["data"] = json.dumps({"type": "response.create", "input": "x" * 5000})
+    pieces = [long_text[i : i + 100] for i in range(0, len(long_text), 100)]
+    deltas = [delta("ws1", p, float(i + 1), seq=i + 1) for i, p in enumerate(pieces)]
+    done = {"type": "response.output_text.done", "text": long_text, "sequence_number": 11}
+    item = {"type": "response.output_item.done", "item": {"content": [{"text": long_text}]}}
+    tail = [
+        {
+            "t_ms": 20.0,
+            "conn": "ws1",
+            "dir": "recv",
+            "kind": "text",
+            "bytes": 1,
+            "data": json.dumps(e),
+        }
+        for e in (done, {**item, "sequence_number": 12})
+    ]
+    entries = [sent, *deltas, *tail]
+    compact = compact_entries(entries, collapse=True, sent_chars=512)
+    assert len(compact) < len(entries) and len(json.dumps(compact)) < len(json.dumps(entries))
+    assert "…[same as long string #0 of ws1" in compact[-1]["data"]
+    expanded = expand_entries(compact)
+    assert expanded.unjudgeable == {}
+    received = [e for e in entries if e["dir"] == "recv"]
+    rebuilt = [e for _, e in expanded.entries if e["dir"] == "recv"]
+    assert [json.loads(e["data"]) for e in rebuilt] == [json.loads(e["data"]) for e in received]
+
+
+def test_an_older_abridged_log_is_said_not_judgeable() -> None:
+    row = {"t_ms": 1.0, "conn": "ws1", "dir": "recv", "kind": "deltas", "bytes": 9, "data": "3 ×"}
+    assert "without its record" in expand_entries([row]).unjudgeable["ws1"]

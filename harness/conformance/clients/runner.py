@@ -32,7 +32,8 @@ from harness.conformance.clients.contract import (
 from harness.conformance.clients.judging import Evidence, common_checks
 from harness.conformance.clients.observed import ServerWatch
 from harness.conformance.model import Outcome, Verdict, decide_verdict, detail_text
-from harness.conformance.wirelog import WireLog, wire_log_for
+from harness.conformance.wirelog import WireLog
+from harness.conformance.wirelog_compact import wire_log_for
 from harness.results.schema import finish_result, new_result, utc_now_iso
 
 API_KEY = "sk-wsmode-client-certification"  # the case servers' only key; never a real one
