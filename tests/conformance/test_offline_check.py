@@ -183,15 +183,14 @@ def _verdicts(path: Path) -> dict[tuple[str, int], tuple[str, list[str]]]:
 def test_check_reads_certify_reports_and_compact_logs_judge_as_full_ones(
     certified: list[dict[str, Any]], tmp_path: Path
 ) -> None:
-    from harness.conformance.model import Verdict
-    from harness.conformance.plugin import wire_log_for
+    from harness.conformance.wirelog_compact import wire_log_for
 
     for number, result in enumerate(certified):
         full = tmp_path / f"full{number}.json"
         full.write_text(json.dumps(result))  # the report.json certify wrote (--full-wire-log)
         compact_result = json.loads(json.dumps(result))
         for case in compact_result["certify"]["cases"]:
-            case["wire_log"] = wire_log_for(case["wire_log"], Verdict(case["verdict"]), full=False)
+            case["wire_log"] = wire_log_for(case["wire_log"], case["verdict"], full=False)
         compact = tmp_path / f"compact{number}.json"
         compact.write_text(json.dumps(compact_result))  # what certify writes by default
         assert compact.stat().st_size < full.stat().st_size
