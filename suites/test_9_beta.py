@@ -109,6 +109,12 @@ def failure_code(event: Mapping[str, Any]) -> str | None:
 STEER_ATTEMPTS = (20_000, 60_000, 120_000)
 
 
+def long_answer(ctx: CaseContext) -> Callable[[str], dict[str, Any]]:
+    """Bodies whose response must run to its own end (a steer or inject lands in flight): the
+    long-answer cap, not the short one `ctx.body` sets."""
+    return lambda prompt: ctx.body(prompt, max_output_tokens=bodies.LONG_ANSWER_MAX_TOKENS)
+
+
 async def steer_running(
     ctx: CaseContext, conn: Conn, make_body: Callable[[str], dict[str, Any]]
 ) -> tuple[str, dict[str, Any], list[TimedEvent]]:
@@ -169,7 +175,7 @@ def sdk_check_each(ctx: CaseContext, events: list[TimedEvent]) -> None:
 )
 async def test_steer_successor(ctx: CaseContext) -> None:
     conn = await ctx.connect()
-    steered, accepted, events = await steer_running(ctx, conn, ctx.body)
+    steered, accepted, events = await steer_running(ctx, conn, long_answer(ctx))
     steer = accepted.get("steer") or {}
     events += await read_on(
         ctx, conn, events, terminal_of(steered), "steer.outcome", "the steered response"
@@ -318,7 +324,9 @@ async def test_steer_failures(ctx: CaseContext) -> None:
 
 # -- multi-agent injection ------------------------------------------------------------------------
 def multi_agent_body(ctx: CaseContext) -> dict[str, Any]:
-    return ctx.tool_body(multi_agent={"enabled": True})
+    return ctx.tool_body(
+        multi_agent={"enabled": True}, max_output_tokens=bodies.LONG_ANSWER_MAX_TOKENS
+    )
 
 
 def inject(response_id: str, items: list[dict[str, Any]]) -> dict[str, Any]:
