@@ -268,15 +268,23 @@ async def test_http_continuation(ctx: CaseContext) -> None:
     "2.1.generate-false.warmup",
     level="MUST",
     category="continuation",
-    title="generate:false completes with output [] and no output events",
-    rules=("generate_false.no_output", "generate_false.in_progress"),
+    title="generate:false completes with output [] and no output events (in_progress: SHOULD)",
+    rules=(
+        "generate_false.no_output",
+        "generate_false.in_progress",
+        "lifecycle.no_in_progress",  # INFO: the protocol core's note of the same
+        "lifecycle.first_event",
+        "lifecycle.order",
+        "usage.present",
+    ),
 )
 async def test_warmup(ctx: CaseContext) -> None:
     conn = await ctx.connect()
     exchange = await conn.create(ctx.body(generate=False))
     final = ctx.expect_completed(exchange, "generate_false.no_output", "the warm-up")
     types = [t.type for t in exchange.events]
-    # PROTOCOL.md §2.1 marks the warm-up's in_progress as inferred: a SHOULD, not the grammar
+    # The vendor's own warm-up sends in_progress; the released gateways go created -> completed
+    # and codex accepts that (PROTOCOL.md §2.1): valid in the grammar, a SHOULD here, never a MUST.
     ctx.check(
         "response.in_progress" in types,
         "generate_false.in_progress",

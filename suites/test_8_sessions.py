@@ -9,11 +9,14 @@ silently dropped the same frame once a turn had completed, so these send it mid-
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, Conn
 from harness.transport.events import TargetTimeout
+
+CODEX_ROUNDS = 4  # three tool rounds (tool_choice required), then a final answer
 
 
 async def completed_turn(ctx: CaseContext, conn: Conn) -> str | None:
@@ -97,31 +100,67 @@ async def test_store_echoed(ctx: CaseContext) -> None:
     "2.1.session.codex-style",
     level="MUST",
     category="continuation",
-    title="codex-style: a warm-up (generate:false, instructions, tools) on its own socket, then "
-    "a real turn continuing it with only the new items",
+    title="a codex session on one socket: a warm-up with instructions and tools, then "
+    "function-call rounds (parallel calls answered together) continued with only new items",
     rules=("session.codex",),
 )
 async def test_codex_style_session(ctx: CaseContext) -> None:
+    """What codex 0.171 sent to the reference server (PROTOCOL.md §10): a warm-up
+    (`generate: false`) carrying the instructions, tools and the prompt, then each turn with
+    `previous_response_id` and only the new items (`input: []` after the warm-up, the outputs of
+    every call of the last response after a tool round), instructions and tools resent each time,
+    `stream: true` and `parallel_tool_calls: true`."""
     conn = await ctx.connect()
-    instructions = "You are a coding agent. Answer briefly."
-    common = {"instructions": instructions, "tools": [bodies.WEATHER_TOOL]}
-    warm = await conn.create(ctx.body([], generate=False, **common))
+    common: dict[str, Any] = {
+        "instructions": "You are a coding agent. Use the tools for every city, all at once.",
+        "tools": [bodies.WEATHER_TOOL, bodies.TIME_TOOL],
+        "parallel_tool_calls": True,
+        "stream": True,
+        "include": [],
+    }
+    prompt = bodies.user_message(
+        "What are the weather and the local time in Paris and in Tokyo? Call the tools for "
+        "every city in one go."
+    )
+    warm = await conn.create(ctx.body([prompt], generate=False, tool_choice="auto", **common))
     final = ctx.expect_completed(warm, "session.codex", "the warm-up")
     ctx.check(final.get("output") == [], "session.codex", f"warm-up output {final.get('output')}")
     if warm.response_id is None:
         ctx.fail("session.codex", "the warm-up announced no response id")
-    turn = await conn.create(
-        ctx.body(
-            [bodies.user_message("Say hello in one short sentence.")],
-            previous_response_id=warm.response_id,
-            **common,
+    previous: str | None = warm.response_id
+    new_items: list[dict[str, Any]] = []
+    rounds = parallel = 0
+    for index in range(CODEX_ROUNDS):
+        last = index == CODEX_ROUNDS - 1
+        turn = await conn.create(
+            ctx.body(
+                new_items,
+                previous_response_id=previous,
+                tool_choice="none" if last else "required",
+                **common,
+            )
         )
-    )
-    reply = ctx.expect_completed(turn, "session.codex", "the turn continuing the warm-up")
-    ctx.check(bool(reply.get("output")), "session.codex", "the real turn has no output")
-    parent = reply.get("previous_response_id")
-    ctx.check(
-        parent in (None, warm.response_id),
-        "session.codex",
-        f"the turn reports previous_response_id {parent!r}, not the warm-up's {warm.response_id}",
+        reply = ctx.expect_completed(turn, "session.codex", f"turn {index + 1}")
+        reported = reply.get("previous_response_id")
+        ctx.check(
+            reported in (None, previous),
+            "session.codex",
+            f"turn {index + 1} reports previous_response_id {reported!r}, not {previous}",
+        )
+        if last:
+            ctx.check(bool(reply.get("output")), "session.codex", "the last turn has no output")
+            break
+        calls = turn.calls()
+        if not calls:
+            ctx.fail("session.codex", f"turn {index + 1} (tool_choice required) made no call")
+        rounds += 1
+        parallel += len(calls) > 1
+        # codex answers every call of a response in the next create, together
+        new_items = [bodies.function_output(str(c.get("call_id"))) for c in calls]
+        previous = turn.response_id
+    ctx.check(rounds >= 2, "session.codex", f"{rounds} function-call round(s), expected 2 or more")
+    ctx.precondition(
+        parallel > 0,
+        f"no response of {rounds} tool rounds made parallel calls: the answer to parallel "
+        "calls was not exercised",
     )

@@ -99,6 +99,7 @@ class LiveTarget:
     profile: TargetProfile
     faults: tuple[str, ...] = ()
     version: str | None = None
+    ws_off_url: str | None = None  # an endpoint with WebSocket mode off (upgrade answers)
 
 
 @dataclass

@@ -4,7 +4,7 @@ What the profile declares is what the server is started with (API key, cache dep
 bound, message size limit, named lanes and their limit), so the reference profile's declarations
 are true by construction. A declared short lifetime gets its own second instance
 (`lifetime_url = "embedded"`), because a short-lived main server would cut every other case's
-connections.
+connections; `ws_off_url = "embedded"` a third, with WebSocket mode switched off.
 """
 
 from __future__ import annotations
@@ -71,9 +71,16 @@ def embedded_target(planned: PlannedTarget) -> Iterator[LiveTarget]:
                     ),
                 )
                 lifetime_url = stack.enter_context(running_in_thread(short)).ws_url
+            ws_off_url: str | None = None
+            if profile.ws_off_url == EMBEDDED:  # a third instance, WebSocket mode off
+                off = config.with_changes(data_dir=data_dir / "ws-off", websocket=False)
+                ws_off_url = stack.enter_context(running_in_thread(off)).ws_url
             http_url = main.http_url if profile.http_url else None
             live_profile = profile.with_changes(
-                ws_url=main.ws_url, http_url=http_url or "", lifetime_url=lifetime_url or ""
+                ws_url=main.ws_url,
+                http_url=http_url or "",
+                lifetime_url=lifetime_url or "",
+                ws_off_url=ws_off_url or "",
             )
             yield LiveTarget(
                 name=planned.name,
@@ -84,6 +91,7 @@ def embedded_target(planned: PlannedTarget) -> Iterator[LiveTarget]:
                 profile=live_profile,
                 faults=planned.faults,
                 version=_version(),
+                ws_off_url=ws_off_url,
             )
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -101,4 +109,5 @@ def remote_target(planned: PlannedTarget) -> LiveTarget:
         profile=profile,
         faults=(),
         version=None,
+        ws_off_url=profile.ws_off_url or None,
     )

@@ -154,6 +154,42 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     "sdk.event_model": ("MUST", "every known event validates against the SDK's event model"),
     "sdk.final_matches": ("SHOULD", "the SDK's final response has the text the stream carried"),
     # certifying third-party servers (issue 11)
+    # issue 22: faithful to the real API (each names the evidence it rests on)
+    "upgrade.plain_get": (
+        "SHOULD",
+        "a plain GET /v1/responses without Upgrade gets 426 with a JSON error body [T gateways; "
+        "C CODEX: codex falls back to HTTP at once only on 426]",
+    ),
+    "upgrade.disabled": (
+        "SHOULD",
+        "with WebSocket mode off the upgrade is answered 426 with a JSON error body, never "
+        "404/405 (codex retries five times before it falls back) [T gateways, codex]",
+    ),
+    "input.shapes": (
+        "MUST",
+        "the message shapes the API takes are accepted: system, developer, user and assistant "
+        "roles, string and part content, assistant phase [C PY ResponseInputItemParam]",
+    ),
+    "input.image": ("MUST", "an input_image part with a data URL is accepted [C PY]"),
+    "input.param": (
+        "SHOULD",
+        "a malformed item is refused with 400 invalid_request_error whose param names the field "
+        "[C PY error shape; I the exact path]",
+    ),
+    "compact.shape": (
+        "MUST",
+        "POST /responses/compact answers {id, object response.compaction, created_at, output: the "
+        "user messages then one compaction item, usage} [C PY CompactedResponse]",
+    ),
+    "compact.missing_model": (
+        "MUST",
+        "a compact request without model is refused 400 invalid_request_error [C PY; T ORS]",
+    ),
+    "compact.new_chain": (
+        "MUST",
+        "the compacted output, as the input of a WebSocket create without previous_response_id, "
+        "starts a new chain that completes [T ORS websocket-compact-new-chain; C WSG1]",
+    ),
     "generate_false.in_progress": (
         "SHOULD",
         "a warm-up streams response.in_progress between created and completed (inferred, §2.1)",
@@ -165,7 +201,8 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     ),
     "session.codex": (
         "MUST",
-        "a codex-style session (warm-up, then a continuation with new items only) works",
+        "a codex session works on one socket: a warm-up with instructions and tools, then "
+        "function-call rounds (parallel calls answered together) with only the new items",
     ),
     # the 2026 beta client events (PROTOCOL.md §2.2), judged only where a capability is declared
     "steer.answered": (

@@ -12,6 +12,7 @@ profile is strict: an unknown key is an error, so a typo never silently disables
     ws_url = "wss://host/v1/responses" # or "embedded": start the reference server in-process
     http_url = "https://host/v1"       # optional: HTTP/SSE parity cases (embedded: derived)
     lifetime_url = ""                  # optional: an endpoint with a short declared lifetime
+    ws_off_url = ""                    # optional: an endpoint with WebSocket mode switched off
     api_key = ""                       # a literal key to send as the bearer, or
     api_key_env = "OPENAI_API_KEY"     # the environment variable holding it (sending a key
                                        # claims nothing: see capabilities.auth)
@@ -25,6 +26,8 @@ profile is strict: an unknown key is an error, so a typo never silently disables
     safety_markers = false             # reference server only: WSMODE-UNSAFE-* markers
     steer = false                      # beta: response.steer (PROTOCOL.md §2.2)
     multi_agent = false                # beta: multi_agent.enabled responses, response.inject
+    compaction = true                  # POST /responses/compact (PROTOCOL.md §5.4)
+    image_input = true                 # input_image parts (a text-only model refuses them)
 
     [limits]
     cache_depth = 1                    # responses the connection cache keeps (0: unknown)
@@ -68,6 +71,8 @@ CAPABILITIES: Final = (
     "model_recall",  # a real language model: it can repeat what an earlier turn said
     "steer",  # beta: response.steer (PROTOCOL.md §2.2)
     "multi_agent",  # beta: multi_agent.enabled responses and response.inject (§2.2)
+    "compaction",  # POST /responses/compact
+    "image_input",  # input_image parts
 )
 # Named lanes per connection, as documented upstream (PROTOCOL.md §5.2).
 DOCUMENTED_MAX_LANES: Final = 32
@@ -84,6 +89,7 @@ _SECTIONS: Final[dict[str, dict[str, type | tuple[type, ...]]]] = {
         "ws_url": str,
         "http_url": str,
         "lifetime_url": str,
+        "ws_off_url": str,
         "api_key": str,
         "api_key_env": str,
     },
@@ -115,6 +121,7 @@ class TargetProfile:
     ws_url: str = ""
     http_url: str = ""
     lifetime_url: str = ""
+    ws_off_url: str = ""  # an endpoint with WebSocket mode off (its upgrade answer is judged)
     api_key: str = ""
     capabilities: frozenset[str] = frozenset()
     cache_depth: int = 1  # upstream keeps the most recent response only
@@ -149,6 +156,8 @@ class TargetProfile:
             return f"capability '{requirement}' not declared in the target profile"
         if requirement == "http":
             return None if self.http_url else "no HTTP endpoint declared (http_url)"
+        if requirement == "ws_off":
+            return None if self.ws_off_url else "no endpoint with WebSocket mode off (ws_off_url)"
         if requirement == "lifetime":
             if not self.lifetime_s:
                 return "no connection lifetime declared (limits.lifetime_s)"
@@ -199,6 +208,7 @@ class TargetProfile:
             "cache_max_bytes": self.cache_max_bytes,
             "lifetime_s": self.lifetime_s,
             "lifetime_url": bool(self.lifetime_url),
+            "ws_off_url": bool(self.ws_off_url),
             "max_message_bytes": self.max_message_bytes,
             "max_lanes": self.max_lanes,
             "max_connections": self.max_connections,
@@ -256,6 +266,7 @@ def parse_profile(
                 ws_url=value.get("ws_url", ""),
                 http_url=value.get("http_url", ""),
                 lifetime_url=value.get("lifetime_url", ""),
+                ws_off_url=value.get("ws_off_url", ""),
                 api_key=key_value,
             )
         elif key == "limits":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,3 +103,19 @@ def test_record_keeps_every_turn_and_check_finds_no_must(
     assert [f.rule_id for f in findings if f.level == "MUST"] == []
     assert "lifecycle.no_in_progress" in {f.rule_id for f in findings}
     assert len(report.responses) == len(rollout.turns) + 1  # the warm-up and each turn
+
+
+def test_certify_passes_a_codex_session_through_the_gateway(
+    gateway: GatewayProxy, suites: Any
+) -> None:
+    """The warm-up case judges the missing in_progress at SHOULD level only; the codex session
+    (warm-up, tool rounds with parallel calls, one socket) passes through the gateway."""
+    selection = "2.1.generate-false.warmup or 2.1.session.codex-style"
+    run = suites("--target", gateway.url, "-k", selection)
+    cases = run.cases()
+    assert cases["2.1.session.codex-style"]["verdict"] == "PASS", cases["2.1.session.codex-style"]
+    warmup = cases["2.1.generate-false.warmup"]
+    assert warmup["verdict"] == "NON-STRICT", warmup["detail"]
+    judged = {f["rule_id"]: f["level"] for f in warmup["findings"]}
+    # the core's note of the same warm-up is an INFO rule: reported at MAY level, never judged
+    assert judged == {"generate_false.in_progress": "SHOULD", "lifecycle.no_in_progress": "MAY"}
