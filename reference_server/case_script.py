@@ -47,6 +47,7 @@ class CreatePlan:
     index: int
     request: CreateRequest
     refusal: ApiError | None = None
+    fail_after_deltas: int | None = None  # this response fails after that many deltas
 
 
 def upgrade_refusal(status: int, code: str) -> ApiError:
@@ -61,7 +62,7 @@ class CaseScript:
         self.upgrades = 0
         self.creates = 0
         self.continuations = 0
-        self.cut_done = False  # drop_after_deltas / fail_after_deltas happen once per server
+        self.cut_done = False  # drop_after_deltas (and an untargeted failure): once per server
 
     # -- before 101 -----------------------------------------------------------------------
     def next_upgrade(self) -> UpgradeAction:
@@ -79,7 +80,7 @@ class CaseScript:
     ) -> CreatePlan:
         b, index = self.behaviour, self.creates
         self.creates += 1
-        if b.error_for_create == index or (
+        if self._aimed(b.error_for_create, index, request) or (
             b.error_for_lane is not None and request.stream_id == b.error_for_lane
         ):
             error = errors.invalid_request(
@@ -92,9 +93,20 @@ class CaseScript:
             self.continuations += 1
             if cache is not None:
                 cache.evict(previous)  # the resolver answers previous_response_not_found
-        if b.incomplete_for_create == index:
+        if self._aimed(b.incomplete_for_create, index, request):
             request = dataclasses.replace(request, max_output_tokens=b.incomplete_cap_tokens)
-        return CreatePlan(index, request)
+        fail = b.fail_after_deltas if self._aimed(0, index, request) or not b.target_input else None
+        return CreatePlan(index, request, fail_after_deltas=fail)
+
+    def _aimed(self, numbered: int | None, index: int, request: CreateRequest) -> bool:
+        """Is this create one the act aims at: the numbered one, or with `target_input` every
+        create whose newest input item mentions it?"""
+        if numbered is None:
+            return False
+        target = self.behaviour.target_input
+        if target is None:
+            return index == numbered
+        return bool(request.input) and target in " ".join(_strings(request.input[-1]))
 
     def answer(self, request: CreateRequest) -> CreateRequest:
         """The request as the engine plans it: with `reply_tokens`, a short scripted message
@@ -120,8 +132,8 @@ class CaseScript:
         return event
 
     # -- a response on its way out ------------------------------------------------------------
-    def response_send(self, send: Send, abort: Callable[[], None]) -> Send:
-        return _ResponseTap(self, send, abort)
+    def response_send(self, send: Send, abort: Callable[[], None], plan: CreatePlan) -> Send:
+        return _ResponseTap(self, send, abort, plan.fail_after_deltas)
 
     def after_response(self, index: int) -> AfterResponse | None:
         b = self.behaviour
@@ -133,8 +145,11 @@ class _ResponseTap:
     `keepalive` events (numbered in the response's sequence, as live streams number them), a
     connection cut or a failure after N deltas."""
 
-    def __init__(self, script: CaseScript, send: Send, abort: Callable[[], None]) -> None:
+    def __init__(
+        self, script: CaseScript, send: Send, abort: Callable[[], None], fail_after: int | None
+    ) -> None:
         self.script = script
+        self.fail_after = fail_after
         self.behaviour = script.behaviour
         self.send = send
         self.abort = abort
@@ -165,7 +180,7 @@ class _ResponseTap:
                     await self.send(*out)
                     self.abort()  # no close frame: the client sees 1006
                     return
-                if self._cut_here(b.fail_after_deltas):
+                if self._fail_here():
                     await self.send(*out)
                     self.failed = True  # what the engine made after the cut is never sent
                     raise InjectedFailure(_failure(b.fail_code))
@@ -174,6 +189,15 @@ class _ResponseTap:
                 self.offset += 1
                 self.last_sent += 1
         await self.send(*out)
+
+    def _fail_here(self) -> bool:
+        if self.fail_after is None or self.failed or self.deltas < self.fail_after:
+            return False
+        if self.behaviour.target_input is None:  # untargeted: the first response only
+            if self.script.cut_done:
+                return False
+            self.script.cut_done = True
+        return True
 
     def _cut_here(self, after: int | None) -> bool:
         if after is None or self.script.cut_done or self.deltas < after:
@@ -201,6 +225,16 @@ class _ResponseTap:
     def _next_number(out: list[Event]) -> int:
         seq: Any = out[-1].get("sequence_number")
         return int(seq) + 1
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def _is_last(event: Event) -> bool:

@@ -168,11 +168,15 @@ class CaseBehaviour:
     retry_after_s: int | None = None  # sent with the refusal (429)
     close_before_101: int = 0  # the first N upgrades: the TCP connection closes, no answer
     error_for_create: int | None = None  # this create is answered by an error event, not run
+    # With target_input set, error_for_create, incomplete_for_create and fail_after_deltas act on
+    # every create whose newest input item mentions it (a client that resends gets the same
+    # answer, as from a real server), not on one numbered create.
+    target_input: str | None = None
     error_for_lane: str | None = None  # creates on this lane are answered by an error event
     error_shape: ErrorShape = "nested"  # nested {error:{...}}, flat (openai-node), a string
     miss_continuations: int = 0  # the first N continuations find their parent evicted
     drop_after_deltas: int | None = None  # the first response is cut (1006) after N deltas
-    fail_after_deltas: int | None = None  # the first response fails (error, response.failed)
+    fail_after_deltas: int | None = None  # the first (or each targeted) response fails
     fail_code: str = "server_error"
     incomplete_for_create: int | None = None  # this create's response is capped: incomplete
     incomplete_cap_tokens: int = 3

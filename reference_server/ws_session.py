@@ -348,7 +348,7 @@ class WebSocketSession:
                     await self.send(event)
                 return True
             pending = _Pending(plan.request, pending.received_at, pending.size_bytes)
-            send = self.script.response_send(self.send, self.ws.transport.abort)
+            send = self.script.response_send(self.send, self.ws.transport.abort, plan)
         request = pending.request
         try:
             if self.interjections is None:

@@ -243,9 +243,20 @@ def _connection_limit(ev: Evidence) -> None:
             ev.note("turn 1 completed on the expired connection (the server did not close it?)")
 
 
+def _resends(ev: Evidence) -> None:
+    """Turn 0 is answered the same way however often it is sent: note resends, and more than
+    STORM_LIMIT of them is a storm."""
+    sent = len(ev.creates_for(0))
+    if sent > STORM_LIMIT:
+        ev.find("client.retry_storm", f"turn 0 was sent {sent} times, answered alike each time")
+    elif sent > 1:
+        ev.note(f"turn 0 was sent {sent} times before its outcome reached the caller")
+
+
 def _error_first_turn(code: str, *, detail_rule: str = "client.error_detail") -> Judge:
     def judge(ev: Evidence) -> None:
         require_error(ev, 0, code=code, code_rule=detail_rule)
+        _resends(ev)
         require_completed(ev, 1, "client.recovers", "after the error did not complete")
 
     return judge
@@ -253,6 +264,7 @@ def _error_first_turn(code: str, *, detail_rule: str = "client.error_detail") ->
 
 def _string_error(ev: Evidence) -> None:
     report = require_error(ev, 0, code=None)
+    _resends(ev)
     if report is not None and "invalid_prompt" not in (report.error_message or ""):
         ev.find(
             "client.error_detail",
@@ -281,6 +293,7 @@ def _response_failed(ev: Evidence) -> None:
                 f"the failed response's id {failed[0].get('id')} did not reach the caller "
                 f"(got {report.response_id!r})",
             )
+    _resends(ev)
     require_completed(ev, 1, "client.recovers", "after response.failed did not complete")
 
 
@@ -299,6 +312,7 @@ def _response_incomplete(ev: Evidence) -> None:
             "client.error_detail",
             f"the reason max_output_tokens did not reach the caller: {report.incomplete_reason!r}",
         )
+    _resends(ev)
     require_completed(ev, 1, "client.recovers", "after response.incomplete did not complete")
 
 

@@ -136,8 +136,14 @@ async def run_case(
 
     log = WireLog()
     watch = ServerWatch(log)
-    # every case's answers are short scripted messages: many deltas, little to parse
-    behaviour = dataclasses.replace(case.behaviour(timings), reply_tokens=REPLY_TOKENS)
+    task = case.task(timings)
+    markers = _markers(case, len(task.turns))
+    task = _marked(task, markers)
+    # every answer is a short scripted message (many deltas, little to parse); the case's acts
+    # aim at turn 0 however often the client resends it, as a real server would answer it again
+    behaviour = dataclasses.replace(
+        case.behaviour(timings), reply_tokens=REPLY_TOKENS, target_input=markers[0]
+    )
     started_at, started = utc_now_iso(), time.perf_counter()
     with _scratch() as scratch:
         lifetime_s = timings.lifetime_s if case.lifetime else Limits().connection_lifetime_s
@@ -153,9 +159,6 @@ async def run_case(
         )
         home = scratch / "home"
         home.mkdir()
-        task = case.task(timings)
-        markers = _markers(case, len(task.turns))
-        task = _marked(task, markers)
         server = ReferenceServer(config, observer=watch)
         await server.start()
         try:

@@ -38,6 +38,7 @@ BREAKS = (
     "short-timeout",  # gives up on the first token after 0.5 s
     "flat-error-blind",  # reads the code of nested errors only
     "no-status",  # a refused upgrade's status and code are lost
+    "resend-on-error",  # resends a refused create, unchanged, five times (codex on any error)
 )
 
 
@@ -174,6 +175,10 @@ class Client:
         self.fresh = False
         outcome = self.read_response(ws)
         error = outcome.get("error") or {}
+        if outcome["status"] == "error" and self.broken == "resend-on-error" and not full:
+            for _ in range(5):
+                ws.send(json.dumps(self.create(user, full=True)))
+                outcome = self.read_response(ws)
         missed = outcome["status"] == "error" and error.get("code") == "previous_response_not_found"
         if missed and self.broken != "no-full-context":
             return self.ws_turn(user, full=True)

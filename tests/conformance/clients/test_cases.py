@@ -42,6 +42,7 @@ BROKEN = [
     ("short-timeout", "5.3.client.slow-ttft", "client.patient", "NON-STRICT"),
     ("flat-error-blind", "10.client.error-flat", "client.error_detail", "NON-STRICT"),
     ("no-status", "1.client.upgrade-401", "client.error_detail", "NON-STRICT"),
+    ("resend-on-error", "4.1.client.error-nested", "client.retry_storm", "NON-STRICT"),
 ]
 
 

@@ -3,18 +3,25 @@ matrix, exit statuses, usage errors, and the bundled openai-python adapter (CI c
 
 from __future__ import annotations
 
+import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
+import openai
 import pytest
 
 from harness.cli import main
-from harness.conformance.clients.catalogue import CASES
+from harness.conformance.clients.catalogue import CASES, Timings, case_by_id
+from harness.conformance.clients.matrix import latest_results
+from harness.conformance.clients.profiles import client_from_profile, load_profile
+from harness.conformance.clients.runner import run_cases
 from harness.results.schema import load_result
 
 ADAPTER = Path(__file__).with_name("adapter.py")
+REPO = Path(__file__).resolve().parents[3]
 FAST = ["--slow-ttft-s", "1", "--lifetime-s", "0.4", "--case-timeout-s", "10"]
 
 
@@ -77,3 +84,32 @@ def test_list_shows_every_case_with_its_level_and_sources(capsys: Any) -> None:
     for case in CASES:
         assert case.id in out
     assert out.count("sources:") == len(CASES)
+
+
+# Cases whose verdict does not hang on the machine's load; the committed certificate
+# (results/clients/openai-python/) holds the SDK's verdicts on all 23.
+SDK_CASES = [
+    "3.3.client.conversation",
+    "1.client.upgrade-404",
+    "10.client.error-flat",
+    "5.2.client.lanes-error",
+]
+
+
+def test_the_bundled_openai_python_adapter_reproduces_its_committed_certificate() -> None:
+    """CI certifies the official Python SDK through its bundled adapter (four cases, for CI's time)
+    and holds the verdicts to the committed certificate: a new SDK or a change here that moves
+    a verdict fails until results/clients/ is regenerated (scripts/certify-clients)."""
+    committed = {
+        str(result["target"]["name"]): result
+        for _, result in latest_results(REPO / "results" / "clients")
+    }["openai-python"]
+    assert committed["target"]["version"] == openai.__version__
+    expected = {c["id"]: c["verdict"] for c in committed["certify"]["cases"]}
+    client = client_from_profile(load_profile("openai-python"))
+    cases = [case_by_id(case_id) for case_id in SDK_CASES]
+    results = asyncio.run(run_cases(client, cases, Timings(case_timeout_s=60.0), jobs=2))
+    got = {r.case.id: str(r.verdict) for r in results}
+    details = {r.case.id: r.as_dict()["detail"] for r in results if got[r.case.id] != "PASS"}
+    assert got == {case_id: expected[case_id] for case_id in SDK_CASES}, json.dumps(details)
+    assert {r.run.version for r in results} == {openai.__version__}
