@@ -4,6 +4,7 @@ test_7_lanes.py), §5.3 (lifetime), docs/RELIABILITY.md §2 (message size)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from harness.conformance import bodies
@@ -13,7 +14,7 @@ from harness.conformance.fifo import order_fields
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.events import TERMINAL_TYPES
 from harness.protocol.stream import RequestError
-from harness.transport.events import TargetClosed, TargetTimeout
+from harness.transport.events import HttpStatusError, TargetClosed, TargetTimeout
 
 NOT_FOUND = "previous_response_not_found"
 
@@ -353,3 +354,78 @@ async def test_max_message(ctx: CaseContext) -> None:
 async def test_max_message_code(ctx: CaseContext) -> None:
     _, answer, code = await oversize(ctx)
     ctx.check(code == 1009, "limits.max_message_code", f"answered {answer}, closed with {code}")
+
+
+# -- connections at once (§5.3) -----------------------------------------------------------------
+@case(
+    "5.3.connections.limit",
+    level="MUST",
+    category="errors",
+    title="the connection past the declared limit is refused, never served or dropped; a closed "
+    "one frees its place",
+    rules=("connections.limit", "connections.within_limit", "connections.freed"),
+    requires=("connection_limit",),
+)
+async def test_connection_limit(ctx: CaseContext) -> None:
+    """Open `limits.max_connections` sockets with one key (each must upgrade; the first and the
+    last must serve a create), then one more: it must be refused in a way a client can act on
+    (vLLM's `--max-websocket-connections` and the reference server answer past the limit each in
+    their own way: an HTTP status, or an error event and/or a close frame). Then close one and
+    connect again: the place is free."""
+    limit = ctx.profile.max_connections
+    held: list[Conn] = []
+    for n in range(limit):
+        try:
+            held.append(await ctx.connect())
+        except HttpStatusError as exc:
+            ctx.fail(
+                "connections.within_limit", f"connection {n + 1} of {limit}: HTTP {exc.status}"
+            )
+    for conn in (held[0], held[-1]):
+        exchange = await conn.create(ctx.body())
+        ctx.expect_completed(exchange, "connections.within_limit", f"a create on {conn.label}")
+    await judge_extra_connection(ctx, limit)
+    await held[0].close()
+    fresh = await connect_when_freed(ctx)
+    ctx.expect_completed(await fresh.create(ctx.body()), "connections.freed", "the freed place")
+
+
+async def judge_extra_connection(ctx: CaseContext, limit: int) -> None:
+    try:
+        extra = await ctx.connect()
+    except HttpStatusError as exc:
+        ctx.check(exc.status >= 400, "connections.limit", f"the upgrade answered {exc.status}")
+        ctx.note(f"connection {limit + 1}: upgrade refused with HTTP {exc.status}")
+        return
+    except TargetClosed as exc:
+        ctx.check(False, "connections.limit", f"connection {limit + 1} dropped: {exc}")
+        return
+    try:
+        exchange = await extra.create(ctx.body())
+    except TargetClosed as exc:
+        refused = exc.code not in (None, 1006)
+        ctx.check(refused, "connections.limit", f"connection {limit + 1} dropped (no close frame)")
+        ctx.note(f"connection {limit + 1}: accepted, then closed with {exc.code} {exc.reason!r}")
+        return
+    if exchange.request_error is not None:
+        ctx.note(f"connection {limit + 1}: accepted, then refused: {exchange.request_error.code}")
+        return
+    ctx.check(
+        False,
+        "connections.limit",
+        f"connection {limit + 1} was served ({exchange.terminal_type}) past the declared limit "
+        f"of {limit}",
+    )
+
+
+async def connect_when_freed(ctx: CaseContext) -> Conn:
+    """A new connection once the closed one's place is free (a server may take a moment to see
+    the close): tried for up to the event timeout."""
+    deadline = asyncio.get_running_loop().time() + ctx.event_timeout_s
+    while True:
+        try:
+            return await ctx.connect()
+        except HttpStatusError as exc:
+            if asyncio.get_running_loop().time() >= deadline:
+                ctx.fail("connections.freed", f"still refused after a close: HTTP {exc.status}")
+            await asyncio.sleep(0.1)

@@ -4,7 +4,9 @@ What the profile declares is what the server is started with (API key, cache dep
 bound, message size limit, named lanes and their limit), so the reference profile's declarations
 are true by construction. A declared short lifetime gets its own second instance
 (`lifetime_url = "embedded"`), because a short-lived main server would cut every other case's
-connections; `ws_off_url = "embedded"` a third, with WebSocket mode switched off.
+connections; `ws_off_url = "embedded"` a third, with WebSocket mode switched off. A lifetime
+declared without a `lifetime_url` is the main server's own (a target whose lifetime is
+configured short for the whole run, as a vLLM or gateway profile declares it).
 """
 
 from __future__ import annotations
@@ -16,10 +18,19 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.conformance.context import LiveTarget
-from harness.conformance.target_profile import DOCUMENTED_MAX_LANES, EMBEDDED, PlannedTarget
+from harness.conformance.target_profile import (
+    DOCUMENTED_MAX_LANES,
+    EMBEDDED,
+    PlannedTarget,
+    TargetProfile,
+)
 from harness.protocol.cache import CachePolicy
+
+if TYPE_CHECKING:
+    from reference_server.config import Limits
 
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
 DEFAULT_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -35,7 +46,7 @@ def _version() -> str:
 @contextlib.contextmanager
 def embedded_target(planned: PlannedTarget) -> Iterator[LiveTarget]:
     from reference_server.app import running_in_thread
-    from reference_server.config import Limits, ServerConfig
+    from reference_server.config import ServerConfig
     from reference_server.faults import check_fault_names
 
     profile = planned.profile
@@ -50,10 +61,7 @@ def embedded_target(planned: PlannedTarget) -> Iterator[LiveTarget]:
             depth=max(profile.cache_depth, 1),
             max_bytes=profile.cache_max_bytes or DEFAULT_CACHE_BYTES,
         ),
-        limits=Limits(
-            max_message_bytes=profile.max_message_bytes or DEFAULT_MESSAGE_BYTES,
-            max_lanes=profile.max_lanes or DOCUMENTED_MAX_LANES,
-        ),
+        limits=embedded_limits(profile),
         faults=check_fault_names(planned.faults),
         lanes=profile.has("lanes"),  # named lanes (stream_id), limited to the declared count
         steer=profile.has("steer"),  # the beta client events (PROTOCOL.md §2.2)
@@ -75,6 +83,8 @@ def embedded_target(planned: PlannedTarget) -> Iterator[LiveTarget]:
             if profile.ws_off_url == EMBEDDED:  # a third instance, WebSocket mode off
                 off = config.with_changes(data_dir=data_dir / "ws-off", websocket=False)
                 ws_off_url = stack.enter_context(running_in_thread(off)).ws_url
+            if profile.lifetime_s and not profile.lifetime_url:
+                lifetime_url = main.ws_url
             http_url = main.http_url if profile.http_url else None
             live_profile = profile.with_changes(
                 ws_url=main.ws_url,
@@ -95,6 +105,23 @@ def embedded_target(planned: PlannedTarget) -> Iterator[LiveTarget]:
             )
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def embedded_limits(profile: TargetProfile) -> Limits:
+    """The embedded server's limits: what the profile declares (defaults otherwise). A declared
+    connection limit is the per-key one (every case uses one key); a lifetime declared without
+    its own endpoint is the main server's."""
+    from reference_server.config import Limits
+
+    limits = Limits(
+        max_message_bytes=profile.max_message_bytes or DEFAULT_MESSAGE_BYTES,
+        max_lanes=profile.max_lanes or DOCUMENTED_MAX_LANES,
+    )
+    if profile.max_connections:
+        limits = dataclasses.replace(limits, max_connections_per_key=profile.max_connections)
+    if profile.lifetime_s and not profile.lifetime_url:
+        limits = dataclasses.replace(limits, connection_lifetime_s=profile.lifetime_s)
+    return limits
 
 
 def remote_target(planned: PlannedTarget) -> LiveTarget:

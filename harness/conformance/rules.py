@@ -138,6 +138,13 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     "lifetime.error": ("MUST", "an aged socket gets websocket_connection_limit_reached"),
     "lifetime.close": ("MUST", "the aged socket is closed after the error"),
     "lifetime.close_code": ("MAY", "the lifetime close uses code 1000"),
+    "connections.limit": (
+        "MUST",
+        "the connection past the declared limit is refused (an HTTP status on the upgrade, or an "
+        "error event and/or a close frame), never served, never met with silence or a drop",
+    ),
+    "connections.within_limit": ("MUST", "every connection up to the declared limit is served"),
+    "connections.freed": ("MUST", "a closed connection frees its place: a new one is served"),
     "limits.max_message": ("MUST", "an over-size message is refused (close 1009 or an error)"),
     "limits.max_message_code": ("MAY", "the over-size close uses code 1009"),
     # HTTP / SSE parity (§3.1)
