@@ -30,7 +30,7 @@ from harness.load.fixed_load_run import (
     print_load,
     run_processes,
 )
-from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S
+from harness.load.liveness import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
 from harness.load.modes import MODES, parse_mode
 from harness.load.replay import Endpoint
 from harness.load.target_identity import server_headers
@@ -326,7 +326,14 @@ def register_load(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
         default=default_processes(),
         help=f"client processes, each its own event loop (default: cores, {default_processes()})",
     )
-    pattern.add_argument("--timeout-s", type=float, default=120.0, help="per request")
+    pattern.add_argument(
+        "--timeout-s",
+        type=float,
+        default=DEFAULT_TURN_TIMEOUT_S,
+        help=f"per request (default {DEFAULT_TURN_TIMEOUT_S:g}); each event "
+        f"{DEFAULT_EVENT_TIMEOUT_S:g} s. A request that times out asks a liveness probe whether "
+        "the target still answers; a dead target ends the run",
+    )
     pattern.add_argument(
         "--seed",
         type=int,
@@ -423,4 +430,7 @@ def load_main(args: argparse.Namespace) -> int:
     path = write_result(args.out, result)
     print_load(sys.stdout, result)
     sys.stdout.write(f"results: {path}\n")
+    stopped = next((s.stopped for s in shards.values() if s.stopped), "")
+    if stopped:  # one line: what a user reads first, not a count of failures
+        sys.stderr.write(f"{LOAD}: the run ended early, {stopped}\n")
     return 1 if any(s.failed for s in shards.values()) else 0

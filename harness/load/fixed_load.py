@@ -44,12 +44,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.load.bench.result import record_turn
+from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S, TargetWatch
 from harness.load.modes import Mode, parse_mode
 from harness.load.replay import Endpoint, ReplayOptions, Session, exchange_error, fill_metrics
 from harness.load.replay_results import TurnResult
 from harness.results.histograms import MetricSet
 from harness.transport.events import TransportError
 from harness.transport.exchange import Exchange
+from harness.transport.liveness import PROBE_TIMEOUT_S
 
 DEFAULT_MODEL = "gpt-5-codex"
 # common English words of at most 7 letters: one token each after a space (o200k and the
@@ -82,7 +84,7 @@ class LoadSpec:
     seed: int = 0  # this mode's prompts and arrivals: mode_seed(run seed, mode)
     prefix_share: float = 0.0  # fraction of each prompt from the prefix shared by every request
     prefix_seed: int = 0
-    timeout_s: float = 120.0
+    timeout_s: float = DEFAULT_TURN_TIMEOUT_S  # one request; each event: DEFAULT_EVENT_TIMEOUT_S
     keep_samples: int = 20_000
 
     def __post_init__(self) -> None:
@@ -226,6 +228,7 @@ class ShardResult:
     sending_s: float = 0.0  # first intended start -> last actual send (open loop: the rate)
     cpu_s: float = 0.0  # user + system CPU of this process over the run
     samples: list[dict[str, Any]] = field(default_factory=list)
+    stopped: str = ""  # why the run ended early: a probe found the target dead mid-run
 
     def add(self, turn: TurnResult, keep_samples: int, *, open_loop: bool = False) -> None:
         """An ended request; open loop: its wait for a free slot goes into `queue_ms` (0 too)."""
@@ -264,6 +267,7 @@ class ShardResult:
         self.ended_ns = max(self.ended_ns, other.ended_ns)
         self.cpu_s += other.cpu_s
         self.samples.extend(other.samples)
+        self.stopped = self.stopped or other.stopped
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -279,6 +283,7 @@ class ShardResult:
             "ended_ns": self.ended_ns,
             "cpu_s": self.cpu_s,
             "samples": self.samples,
+            "stopped": self.stopped,
         }
 
     @classmethod
@@ -296,6 +301,7 @@ class ShardResult:
             float(data["sending_s"]),
             float(data["cpu_s"]),
             list(data["samples"]),
+            str(data.get("stopped", "")),
         )
 
 
@@ -308,9 +314,10 @@ def _reason(error: str | None) -> str:
 class _Conversation:
     """A connection (ws) or chain (http-chained) serving `turns` requests, one at a time."""
 
-    def __init__(self, spec: LoadSpec, number: int) -> None:
+    def __init__(self, spec: LoadSpec, number: int, watch: TargetWatch) -> None:
         self.spec = spec
         self.number = number
+        self.watch = watch  # shared by the shard: a probe after a timeout, dead ends the run
         self.options = ReplayOptions(mode=spec.mode, turn_timeout_s=spec.timeout_s)
         self.session = Session(spec.endpoint, self.options)
         self.previous_id: str | None = None
@@ -332,10 +339,17 @@ class _Conversation:
                 self.opened = True
                 await self.session.open()
             body = request_body(self.spec, rng, self.previous_id if self.spec.chained else None)
-            exchange, turn.bytes_sent, turn.bytes_received = await self.session.exchange(body)
+            done = await self.watch.race(self.session.exchange(body))
+            if done is None:  # a probe found the target dead while this one was in flight
+                return _failed(turn, f"given up: {self.watch.dead_reason}", self)
+            exchange, turn.bytes_sent, turn.bytes_received = done
             self.last_sent_ns = exchange.sent_ns
         except (TransportError, OSError) as exc:  # refused, reset, no handshake
             return _failed(turn, f"transport: {exc}", self)
+        if self.session.timed_out:  # silence or an endless stream: does the target still answer?
+            spec = self.spec
+            url = spec.endpoint.for_mode(spec.mode)
+            await self.watch.after_timeout(url, spec.mode, spec.model, spec.endpoint.api_key)
         error = load_error(exchange)
         if error is not None:
             return _failed(turn, error, self)
@@ -371,13 +385,16 @@ def _add_lag(turn: TurnResult, lag_ms: float) -> None:
 class _Budget:
     """Who may send the next request: the count and the deadline, shared by the workers."""
 
-    def __init__(self, spec: LoadSpec) -> None:
+    def __init__(self, spec: LoadSpec, watch: TargetWatch) -> None:
+        self.watch = watch  # once a probe found the target dead, no request is taken
         self.remaining = spec.requests if spec.requests is not None else math.inf
         self.deadline = (
             time.monotonic() + spec.duration_s if spec.duration_s is not None else math.inf
         )
 
     def take(self) -> bool:
+        if self.watch.dead_reason is not None:
+            return False
         if self.remaining <= 0 or time.monotonic() >= self.deadline:
             return False
         self.remaining -= 1
@@ -388,7 +405,8 @@ async def run_shard(spec: LoadSpec, shard: int = 0) -> ShardResult:
     """Run this process's share of the load; never raises for the target's misbehaviour."""
     out = ShardResult()
     rng = random.Random(spec.seed)
-    budget = _Budget(spec)
+    # the probe after a timed-out request: at most the request timeout (a short one tests fast)
+    budget = _Budget(spec, TargetWatch(probe_timeout_s=min(PROBE_TIMEOUT_S, spec.timeout_s)))
     cpu0 = _cpu_s()
     out.started_ns = time.monotonic_ns()
     if spec.rate_per_s is None:
@@ -397,6 +415,7 @@ async def run_shard(spec: LoadSpec, shard: int = 0) -> ShardResult:
         await _open_loop(spec, shard, rng, budget, out)
     out.ended_ns = time.monotonic_ns()
     out.cpu_s = _cpu_s() - cpu0
+    out.stopped = budget.watch.dead_reason or ""
     return out
 
 
@@ -407,12 +426,12 @@ async def _closed_loop(
     start_ns = time.perf_counter_ns()
 
     async def worker() -> None:
-        conversation = _Conversation(spec, next(numbers))
+        conversation = _Conversation(spec, next(numbers), budget.watch)
         try:
             while budget.take():
                 if conversation.finished:
                     await conversation.close()
-                    conversation = _Conversation(spec, next(numbers))
+                    conversation = _Conversation(spec, next(numbers), budget.watch)
                 out.add(await conversation.request(rng, shard, 0), spec.keep_samples)
                 out.note_sent(conversation.last_sent_ns, start_ns)
         finally:
@@ -432,7 +451,7 @@ async def _open_loop(
 
     async def one(intended_ns: int) -> None:
         async with slots:
-            conversation = idle.pop() if idle else _Conversation(spec, next(numbers))
+            conversation = idle.pop() if idle else _Conversation(spec, next(numbers), budget.watch)
             turn = await conversation.request(rng, shard, intended_ns)
             out.add(turn, spec.keep_samples, open_loop=True)
             out.note_sent(conversation.last_sent_ns, start_ns)

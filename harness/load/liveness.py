@@ -2,20 +2,29 @@
 (harness.transport.liveness) whether the target still answers.
 
 Every rollout against one target shares a `TargetWatch`: one probe at a time decides, and once
-a probe finds the target dead every rollout stops at its next turn, and those not started end at
-once, each with the probe's reason, instead of every turn in the run waiting out its own
-timeout. A slow but live target passes the probe and the run goes on.
+a probe finds the target dead every turn in flight is given up (`race`), every rollout stops at
+its next turn, and those not started end at once, each with the probe's reason, instead of every
+turn in the run waiting out its own timeout. A slow but live target passes the probe and the run
+goes on.
+
+The bounds that make a target that stops mid-run end the run within a minute: a silent target is
+found by the event timeout (10 s), one that streams forever or drips a delta every few seconds by
+the turn timeout (30 s); then one probe (at most its event timeout) decides, and turns in flight
+are given up at once: 30 + 10 s, plus closing.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeVar
 
 from harness.transport.liveness import PROBE_TIMEOUT_S, probe
 
-DEFAULT_TURN_TIMEOUT_S: Final = 60.0  # certify's case timeout
+DEFAULT_TURN_TIMEOUT_S: Final = 30.0  # a whole turn: an endless or dripping stream ends here
+DEFAULT_EVENT_TIMEOUT_S: Final = 10.0  # one event: a silent target ends here (certify's too)
+T = TypeVar("T")
 
 
 @dataclass
@@ -26,6 +35,26 @@ class TargetWatch:
     probes: int = 0
     probe_timeout_s: float = PROBE_TIMEOUT_S
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _dead: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def race(self, work: Awaitable[T]) -> T | None:
+        """`work`'s result, or None when a probe finds the target dead first (`work` is then
+        cancelled: a turn in flight against a dead target is given up at once)."""
+        if self.dead_reason is not None:
+            if asyncio.iscoroutine(work):
+                work.close()
+            return None
+        task = asyncio.ensure_future(work)
+        dead = asyncio.ensure_future(self._dead.wait())
+        try:
+            await asyncio.wait((task, dead), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            dead.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        await asyncio.wait((task,))  # let it unwind (its sockets closed), without its result
+        return None
 
     async def after_timeout(self, url: str, mode: str, model: str, api_key: str | None) -> None:
         """Probe the target (one probe at a time; none once it is known dead)."""
@@ -38,3 +67,4 @@ class TargetWatch:
             )
             if reason is not None:
                 self.dead_reason = f"target stopped answering: {reason}"
+                self._dead.set()

@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.load.injects import InjectedExchange, multi_agent_exchange
-from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S, TargetWatch
+from harness.load.liveness import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S, TargetWatch
 from harness.load.modes import Mode, parse_mode
 from harness.load.replay_results import RolloutResult, TurnResult
 from harness.protocol.accumulator import RULES
@@ -96,11 +96,17 @@ class ReplayOptions:
     seed: int | None = None  # `wsmode.seed`; default: the rollout's seed
     max_turns: int | None = None  # replay only the first N turns
     turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S
+    event_timeout_s: float = DEFAULT_EVENT_TIMEOUT_S  # one event; silence ends the turn here
     connect_timeout_s: float = 10.0
     generic_output: str = GENERIC_OUTPUT
     # a line put before the instructions so that no other variant or run shares this one's
     # prompt prefix in the target's prefix cache (results.work); None: the trace's instructions
     cache_salt: str | None = None
+
+    @property
+    def read_timeout_s(self) -> float:
+        """Each read of an HTTP stream: the event timeout (silence), within the turn's."""
+        return min(self.event_timeout_s, self.turn_timeout_s)
 
     def __post_init__(self) -> None:
         parse_mode(self.mode)
@@ -402,12 +408,12 @@ class Session:
                 timeout_s=self.options.connect_timeout_s,
             )
         elif self.pool is not None:
-            self.sse = self.pool.acquire(url, self.endpoint.api_key, self.options.turn_timeout_s)
+            self.sse = self.pool.acquire(url, self.endpoint.api_key, self.options.read_timeout_s)
         else:
             self.sse = SseClient(
                 url,
                 api_key=self.endpoint.api_key,
-                timeout_s=self.options.turn_timeout_s,
+                timeout_s=self.options.read_timeout_s,
                 max_connections=1,
             )
 
@@ -415,7 +421,9 @@ class Session:
         """(exchange, bytes sent, bytes received) for one create."""
         timeout = self.options.turn_timeout_s
         if self.ws is not None:
-            ex = await ws_exchange(self.ws, body, timeout_s=timeout)
+            ex = await ws_exchange(
+                self.ws, body, timeout_s=timeout, event_timeout_s=self.options.event_timeout_s
+            )
             self.timed_out = isinstance(ex.transport_error, TargetTimeout)
             return ex, ex.bytes_sent, ex.bytes_received
         assert self.sse is not None
@@ -513,9 +521,19 @@ async def replay_rollout(
                 result.ok = False
                 result.error = f"turn {turn.index}: not run: {watch.dead_reason}"
                 break
-            turn_result = await _run_turn(
+            running = _run_turn(
                 rollout, turn, state, session, result, lag_ms if turn.index == 0 else 0.0
             )
+            finished = await (watch.race(running) if watch is not None else running)
+            if finished is None:  # a probe found the target dead while this turn was in flight
+                assert watch is not None
+                result.ok = False
+                result.error = f"turn {turn.index}: given up: {watch.dead_reason}"
+                result.turns.append(
+                    TurnResult(rollout.id, mode_name, turn.index, False, result.error)
+                )
+                break
+            turn_result = finished
             result.turns.append(turn_result)
             last_ns = time.perf_counter_ns()
             if on_turn is not None:

@@ -102,11 +102,13 @@ async def ws_exchange(
     *,
     timeout_s: float,
     stream: StreamAccumulator | None = None,
+    event_timeout_s: float | None = None,
 ) -> Exchange:
     """Send one `response.create` and read until its terminal or its request error.
 
     `sent_ns` is when the request's bytes were handed to the socket; `timeout_s` bounds the
-    whole exchange (one deadline, however many events).
+    whole exchange (one deadline, however many events), `event_timeout_s` (if given) each
+    wait for the next event (a silent target is found at once, not at the deadline).
     """
     stream = stream if stream is not None else StreamAccumulator()
     payload = create_event(**body)
@@ -114,21 +116,30 @@ async def ws_exchange(
     try:
         exchange.bytes_sent = await client.send_json(payload)
         exchange.sent_ns = client.last_sent_ns
-        await read_until_done(client, exchange, stream, timeout_s=timeout_s)
+        await read_until_done(
+            client, exchange, stream, timeout_s=timeout_s, event_timeout_s=event_timeout_s
+        )
     except TransportError as exc:
         exchange.transport_error = exc
     return exchange
 
 
 async def read_until_done(
-    client: WsClient, exchange: Exchange, stream: StreamAccumulator, *, timeout_s: float
+    client: WsClient,
+    exchange: Exchange,
+    stream: StreamAccumulator,
+    *,
+    timeout_s: float,
+    event_timeout_s: float | None = None,
 ) -> None:
     """Read events into `exchange` until its response ends or a request error arrives.
 
     One deadline for the whole exchange: events already read off the socket are taken without
-    waiting, and only an empty queue waits (until the deadline, never longer).
+    waiting, and only an empty queue waits (until the deadline, never longer; with
+    `event_timeout_s`, never longer than that for one event either).
     """
-    deadline = asyncio.get_running_loop().time() + timeout_s
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
     append = exchange.events.append
     feed = stream.feed
     recv_nowait = client.recv_nowait
@@ -136,7 +147,15 @@ async def read_until_done(
         while True:
             timed = recv_nowait()
             if timed is None:
-                timed = await client.recv_until(deadline)
+                if event_timeout_s is None or deadline - loop.time() <= event_timeout_s:
+                    timed = await client.recv_until(deadline)
+                else:
+                    try:
+                        timed = await client.recv_until(loop.time() + event_timeout_s)
+                    except TargetTimeout:
+                        raise _Silent(
+                            f"no event within {event_timeout_s:g} s (the target went silent)"
+                        ) from None
             append(timed)
             routed = feed(timed.event)
             if isinstance(routed, ResponseAccumulator):
@@ -146,10 +165,16 @@ async def read_until_done(
             elif isinstance(routed, RequestError):
                 exchange.request_error = routed.error
                 return
+    except _Silent:
+        raise
     except TargetTimeout:
         raise TargetTimeout(f"no terminal event within {timeout_s} s") from None
     finally:
         client.clear_deadline()
+
+
+class _Silent(TargetTimeout):
+    """No event within the event timeout (said as such, not as the whole exchange's deadline)."""
 
 
 async def sse_exchange(client: SseClient, body: Mapping[str, Any], *, timeout_s: float) -> Exchange:

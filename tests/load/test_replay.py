@@ -218,7 +218,7 @@ def test_a_model_override_names_the_model_in_every_mode() -> None:
 def test_http_client_pool_hands_out_one_client_per_rollout_and_reuses_it(tmp_path: Path) -> None:
     async def scenario(ep) -> tuple[int, list[bool]]:  # type: ignore[no-untyped-def]
         pool = HttpClientPool()
-        pool.prefill(ep.http_url, None, ReplayOptions().turn_timeout_s, 1)
+        pool.prefill(ep.http_url, None, ReplayOptions().read_timeout_s, 1)
         oks = []
         for rollout in smoke_rollouts():
             result = await replay_rollout(rollout, ep, ReplayOptions(mode="http"), http_pool=pool)

@@ -131,7 +131,7 @@ async def run_variants(
             pool.prefill(
                 variant.endpoint.for_mode(variant.mode),
                 variant.endpoint.api_key,
-                variant.options.turn_timeout_s,
+                variant.options.read_timeout_s,
                 min(slots * widest, len(run.rollouts) * config.repeats),
             )
     # one watch per target URL (shared with the warm-up): a dead target stops its rollouts
@@ -376,6 +376,10 @@ async def _warm_up_and_replay(run: BenchRun, err: TextIO) -> None:
         run.results = await run_variants(run, progress=err, http_pool=pool, watches=watches)
     finally:
         await pool.aclose()
+    for url, watch in watches.items():  # one line for a target that stopped mid-run
+        if watch.dead_reason is not None:
+            err.write(f"{BENCH}: the run ended early at {url}: {watch.dead_reason}\n")
+            run.notes.append(f"the run ended early at {url}: {watch.dead_reason}")
 
 
 # -- the whole run ---------------------------------------------------------------------------
