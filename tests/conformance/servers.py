@@ -9,8 +9,9 @@ relays every frame both ways and, as the released gateways do (PROTOCOL.md §2.1
 warm-up (`generate: false`) with `response.created` then `response.completed`, no
 `response.in_progress` between them.
 
-The modes of a target that goes wrong mid-run (`endless`, `drip`) answer their first create
-as "ok" does (what a pre-run check sees), then never finish a response again.
+The modes of a target that goes wrong mid-run (`endless`, `drip`, `dies`) answer their first
+create as "ok" does (what a pre-run check sees), then never finish a response again (`dies`:
+the server stops listening and drops its connections, as a process that exited).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ MODES = (
     "endless",  # after its first create: deltas every ENDLESS_DELTA_S, never a terminal event
     "drip",  # after its first create: one delta every DRIP_DELTA_S, never a terminal event
     "never-stops",  # a model that does not stop: runs to max_output_tokens (else NO_CAP_TOKENS)
+    "dies",  # after its first create: stops listening and drops every connection
 )
 SLOW_EVENT_S = 0.3
 ENDLESS_DELTA_S = 0.02
@@ -115,6 +117,7 @@ class CannedServer:
         self.mode = mode
         self.port = 0
         self.counter = 0
+        self.listening: Any = None  # the websockets server, once started (`dies` stops it)
 
     @property
     def url(self) -> str:
@@ -141,6 +144,11 @@ class CannedServer:
             events = canned_events(f"resp_canned{self.counter}")
             if self.mode in ("endless", "drip") and self.counter > 1:
                 await self.never_finish(ws, events)
+                return
+            if self.mode == "dies" and self.counter > 1:
+                self.listening.close(close_connections=False)  # no new connection is accepted
+                for connection in list(self.listening.connections):
+                    connection.transport.abort()  # the process is gone: no close frame
                 return
             if self.mode == "never-stops":
                 events = never_stopping_events(events, frame.get("max_output_tokens"))
@@ -294,6 +302,7 @@ def _serving(server: Served) -> Iterator[Served]:
     async def main() -> None:
         async with serve(server.handler, "127.0.0.1", 0, compression=None) as ws_server:
             server.port = next(iter(ws_server.sockets)).getsockname()[1]
+            server.listening = ws_server
             stop["event"] = asyncio.Event()
             stop["loop"] = asyncio.get_running_loop()
             ready.set()

@@ -108,17 +108,31 @@ def test_several_targets_render_one_matrix(suites: Any) -> None:
 
 def test_targets_that_never_finish_end_the_run_with_a_report(suites: Any) -> None:
     """An endless and a dripping target (each answers its first create, then never finishes a
-    response) end the run with a report and exit 1: the response timeout gives up the stream,
-    the probe finds the target stuck, the rest is not run. A target whose model never stops on
-    its own passes the short-answer cases: they cap max_output_tokens. The harness's own
-    timeouts bound the run; the subprocess timeout only bounds a hang."""
-    with running("endless") as endless, running("drip") as drip, running("never-stops") as chatty:
+    response) and one that dies after its first create end the run with a report and exit 1:
+    the response timeout gives up the stream (or the connection fails), the probe finds the
+    target stuck or gone, the rest is not run. A target whose model never stops on its own
+    passes the short-answer cases: they cap max_output_tokens. The harness's own timeouts bound
+    the run; the subprocess timeout only bounds a hang."""
+    with (
+        running("endless") as endless,
+        running("drip") as drip,
+        running("never-stops") as chatty,
+        running("dies") as dying,
+    ):
         run = suites(
             "--target", endless.url, "--target", drip.url, "--target", chatty.url,
+            "--target", dying.url,
             "-k", SELECTION, "--event-timeout", "3", "--response-timeout", "3",
         )  # fmt: skip
     assert run.returncode == 1, run.output
     assert "INTERNALERROR" not in run.output
+    # a target that died mid-run: the case that met it fails, the next cannot connect, the probe
+    # finds no one listening, and the rest is not run
+    died = run.report(f":{dying.port}")["certify"]
+    assert died["cases"][0]["verdict"] == "PASS"
+    assert "transport.error" in died["cases"][2]["rule_ids"], died["cases"][2]
+    assert died["stopped"]["after"] == died["cases"][2]["id"], died["stopped"]
+    assert "a fresh connection failed" in died["stopped"]["reason"]
     for server in (endless, drip):
         first, stuck, *rest = run.report(f":{server.port}")["certify"]["cases"]  # run order
         assert first["verdict"] == "PASS", "its first create is answered"
