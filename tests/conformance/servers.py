@@ -302,7 +302,8 @@ def _serving(server: Served) -> Iterator[Served]:
     async def main() -> None:
         async with serve(server.handler, "127.0.0.1", 0, compression=None) as ws_server:
             server.port = next(iter(ws_server.sockets)).getsockname()[1]
-            server.listening = ws_server
+            if isinstance(server, CannedServer):
+                server.listening = ws_server
             stop["event"] = asyncio.Event()
             stop["loop"] = asyncio.get_running_loop()
             ready.set()
