@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,7 +26,9 @@ from harness.protocol import errors, wire
 from harness.protocol.cache import ResponseCache
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.extension import EXTENSION_FIELD
+from harness.protocol.items import item_text
 from harness.protocol.requests import CreateRequest
+from harness.protocol.tokenizer import count_tokens
 from reference_server.engine.engine import SeedMaterial, computed_once
 from reference_server.engine.generation_plan import GenerationPlan
 from reference_server.faults import EventFaults, InjectedFailure
@@ -244,13 +247,20 @@ class TurnRunner:
         """The handle steers and injects reach this response by (WebSocket only)."""
         if ctx.live is None or not (self.config.steer or request.multi_agent):
             return None
-        limits = self.config.limits
+        limits, profile = self.config.limits, self.services.profile
+
+        def prefill_s(items: Sequence[dict[str, Any]]) -> float:
+            """Reading injected tool outputs: the profile's prefill of their new tokens."""
+            tokens = sum(count_tokens(item_text(item)) for item in items)
+            return profile.stage_cost_s("prefill_uncached", tokens)
+
         live = LiveResponse(
             emitter,
             out,
             multi_agent=request.multi_agent,
             max_pending_steers=limits.max_pending_steers,
             required_input_timeout_s=limits.required_input_timeout_s,
+            prefill_s=None if profile.is_zero else prefill_s,
         )
         ctx.live.open(live)
         return live

@@ -8,8 +8,9 @@ boundary what to do (`before_item`):
 
 - **multi-agent** (`multi_agent.enabled`): every function call is client-owned; the agent that
   made it waits before its next non-call item (or its end) until the call's output is committed.
-  Committed outputs are listed as `function_call_output` output items, in commit order. A
-  response that waits longer than `required_input_timeout_s` fails (`required_input_timeout`).
+  Committed outputs are listed as `function_call_output` output items, in commit order, and
+  the agent reads them before it goes on (`prefill_s`: the profile's prefill of their tokens).
+  A response that waits longer than `required_input_timeout_s` fails (`required_input_timeout`).
 - **steered** (single-agent only): with a steer queued, the response ends at the next item
   boundary that follows an item (a safe output boundary: at least one item is out); the
   session then runs the automatic successor, or, when the response stopped for client-owned
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -65,8 +67,10 @@ class LiveResponse:
         multi_agent: bool,
         max_pending_steers: int,
         required_input_timeout_s: float,
+        prefill_s: Callable[[Sequence[dict[str, Any]]], float] | None = None,
     ) -> None:
         self.emitter = emitter
+        self.prefill_s = prefill_s  # what reading committed outputs costs before resuming
         self.out = out
         self.multi_agent = multi_agent
         self.max_pending_steers = max_pending_steers
@@ -136,9 +140,11 @@ class LiveResponse:
             return "stop"
         return "go"
 
-    async def _list_committed(self) -> None:
+    async def _list_committed(self, read: list[dict[str, Any]] | None = None) -> None:
         while self._committed:
             item = self._committed.popleft()
+            if read is not None:
+                read.append(item)
             call_id = item["call_id"]
             await self.out.emit(
                 self.emitter.function_call_output(
@@ -150,6 +156,7 @@ class LiveResponse:
         started = time.perf_counter()
         deadline = started + self.required_input_timeout_s
         await self.out.flush()  # everything before the pause is on its way
+        read: list[dict[str, Any]] = []
         while self.waiting:
             self._wake.clear()
             remaining = deadline - time.perf_counter()
@@ -161,5 +168,9 @@ class LiveResponse:
                     f"No tool output for call(s) {', '.join(sorted(self.waiting))} within "
                     f"{self.required_input_timeout_s:g} s."
                 ) from None
-            await self._list_committed()
+            await self._list_committed(read)
+        cost_s = self.prefill_s(read) if self.prefill_s is not None and read else 0.0
+        if cost_s > 0:  # the agent reads the outputs before its next token
+            await self.out.flush()
+            await asyncio.sleep(cost_s)
         self.paused_s += time.perf_counter() - started
