@@ -8,6 +8,7 @@ Exception tree (each package's own errors, where they are defined)::
     │   ├── LocalProtocolError           our own emitter produced an illegal event: a bug in wsmode
     │   └── RemoteProtocolError          a peer's stream broke a rule (`raise_on=` callers only)
     ├── InvalidRequest                   harness.protocol.requests: a client event we refuse
+    │   └── InvalidSteerInput            harness.protocol.beta: a steer's input (steer.failed)
     ├── WireFormatError                  harness.protocol.wire: JSON outside the strict subset
     ├── TransportError                   harness.transport.events: refused, closed, stalled, garbage
     │   ├── TargetTimeout, HttpStatusError, GarbageFrame
@@ -31,7 +32,8 @@ Exception tree (each package's own errors, where they are defined)::
     └── reference server:                RequestRefused (SafetyBlock), PlanError (InvalidToolChoice
                                          (UnknownToolChoice), InvalidScript), CostProfileError,
                                          StoreClosed, RecordTooLarge, ClientGone,
-                                         UnsatisfiableSchema, WorkersError, InjectedFailure
+                                         UnsatisfiableSchema, WorkersError, InjectedFailure,
+                                         RequiredInputTimeout
 
 `tests/test_errors.py` holds this drawing to the code: a subclass missing here fails there.
 
