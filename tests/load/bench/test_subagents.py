@@ -69,8 +69,9 @@ def test_sub_agents_start_beside_the_parent_at_the_recorded_offsets(tmp_path: Pa
         expected_ms = sub.meta["start_after_turn_ms"] * SCALE
         assert got.parent_rollout == PARENT
         assert got.spawn_delay_ms is not None
-        # at the recorded offset after the spawning turn's end (sleeps end late, never early)
-        assert expected_ms - 1 <= got.spawn_delay_ms <= expected_ms + 150
+        # not before the recorded offset after the spawning turn's end (a sleep may end late on
+        # a busy machine, never early; that it is not held back is the concurrency check below)
+        assert got.spawn_delay_ms >= expected_ms - 1
         # after turn 15 (the only turn before it that waits), not an earlier one
         since_parent_ms = (got.started_ns - top.started_ns) / 1e6
         assert since_parent_ms >= SPAWN_TURN_WAIT_MS * SCALE + expected_ms - 1
