@@ -98,8 +98,8 @@ def test_corpus_real_replays_the_bundled_real_corpus() -> None:
     config = config_from_args(args)
     assert config.traces == corpus_traces("real") != DEFAULT_TRACES
     rollouts = load_traces(config.traces)
-    assert len(rollouts) >= 20
-    assert len({r.source for r in rollouts}) >= 2
+    assert len(rollouts) >= 10
+    assert len({r.source for r in rollouts}) >= 3
     assert config_from_args(build_parser().parse_args(["bench"])).traces == DEFAULT_TRACES
 
 

@@ -13,12 +13,15 @@ from harness.load.bench.run import run_variants
 from harness.load.bench.variants import Variant
 from harness.load.replay import ReplayOptions
 from harness.load.schedule import families
-from harness.traces.format import Rollout, load_traces
+from harness.traces.converters.kvcache import convert_kvcache
+from harness.traces.format import Rollout
+from tests.recorded import TRACE_SAMPLES, needs
 
 from ..replay_support import endpoint, reference_server, run
 
-REAL = Path(__file__).resolve().parents[3] / "traces" / "real" / "kvcache_claude_code.jsonl"
+REAL = TRACE_SAMPLES / "kvcache-trace_0291.json"  # a real capture with 2 sub-agents
 PARENT = "kvcache-trace_0291"
+pytestmark = needs(REAL)
 SCALE = 0.01  # of the recorded waits and offsets
 SPAWN_TURN_WAIT_MS = 50_000.0  # recorded wait given to the spawning turn (the others: none)
 
@@ -26,7 +29,7 @@ SPAWN_TURN_WAIT_MS = 50_000.0  # recorded wait given to the spawning turn (the o
 def real_family() -> list[Rollout]:
     """trace_0291 (2 sub-agents after turn 15) cut to 17 turns; only turns 15 and 16 wait, so
     a sub-agent started after the wrong turn starts at the wrong time."""
-    by_id = {r.id: r for r in load_traces(REAL)}
+    by_id = {r.id: r for r in convert_kvcache(REAL)}
     parent = by_id[PARENT]
     turns = tuple(
         dataclasses.replace(
