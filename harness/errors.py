@@ -12,7 +12,8 @@ Exception tree (each package's own errors, where they are defined)::
     ├── WireFormatError                  harness.protocol.wire: JSON outside the strict subset
     ├── TransportError                   harness.transport.events: refused, closed, stalled, garbage
     │   ├── TargetTimeout, HttpStatusError, GarbageFrame
-    │   │   └── NoTerminal               harness.conformance.context: a response that never ends
+    │   │   ├── NoTerminal               harness.conformance.context: a response that never ends
+    │   │   └── TargetSilent             harness.transport.exchange: no event within event timeout
     │   └── TargetClosed
     │       └── FrameTooLarge            a frame over the client's limit (closed with 1009)
     ├── TraceFormatError                 harness.traces.parse: an unusable trace or source file

@@ -153,7 +153,7 @@ async def read_until_done(
                     try:
                         timed = await client.recv_until(loop.time() + event_timeout_s)
                     except TargetTimeout:
-                        raise _Silent(
+                        raise TargetSilent(
                             f"no event within {event_timeout_s:g} s (the target went silent)"
                         ) from None
             append(timed)
@@ -165,7 +165,7 @@ async def read_until_done(
             elif isinstance(routed, RequestError):
                 exchange.request_error = routed.error
                 return
-    except _Silent:
+    except TargetSilent:
         raise
     except TargetTimeout:
         raise TargetTimeout(f"no terminal event within {timeout_s} s") from None
@@ -173,7 +173,7 @@ async def read_until_done(
         client.clear_deadline()
 
 
-class _Silent(TargetTimeout):
+class TargetSilent(TargetTimeout):
     """No event within the event timeout (said as such, not as the whole exchange's deadline)."""
 
 

@@ -312,7 +312,7 @@ def test_every_item_production_sent_is_accepted_back_as_input() -> None:
         if path.is_file()
         and path.name != "README.md"
         and not any(m in path.name for m in ("azure", "lmstudio", "copilot", "xai", "openrouter"))
-        for stream in read_streams(path)
+        for stream in read_streams(path).streams
         for timed in stream.events
         if timed.event.get("type") == "response.output_item.done"
     ]

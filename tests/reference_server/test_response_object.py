@@ -53,7 +53,7 @@ def production_responses() -> list[dict[str, Any]]:
     found = [
         timed.event["response"]
         for path in files
-        for stream in read_streams(path)
+        for stream in read_streams(path).streams
         for timed in stream.events
         if timed.event.get("type") in TERMINAL_TYPES
         and isinstance(timed.event.get("response"), dict)

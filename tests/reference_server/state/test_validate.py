@@ -114,7 +114,9 @@ def _shifted(errors: list[ItemError], by: int) -> list[ItemError]:
     out = []
     for e in errors:
         old, new = f"input[{e.index}]", f"input[{e.index + by}]"
-        out.append(ItemError(e.index + by, e.param.replace(old, new), e.message.replace(old, new)))
+        out.append(
+            ItemError(e.index + by, e.param.replace(old, new), e.message.replace(old, new), e.code)
+        )
     return out
 
 
