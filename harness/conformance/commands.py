@@ -199,10 +199,12 @@ def check_main(args: argparse.Namespace) -> int:
         verdicts = Counter(r.verdict for report in reports for r in report.responses)
         tally = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
         skipped = sum(report.skipped for report in reports)
-        other = f"; {skipped} interactions skipped (not Responses traffic)" if skipped else ""
+        parts = [tally] if tally else []
+        if skipped:
+            parts.append(f"{skipped} interactions skipped (not Responses traffic)")
         print(
-            f"wsmode check: {sum(verdicts.values())} responses in {len(reports)} files: "
-            f"{tally}{other}"
+            f"wsmode check: {sum(verdicts.values())} responses in {len(reports)} files"
+            + (f": {'; '.join(parts)}" if parts else "")
         )
     if unreadable:
         return EXIT_USAGE

@@ -16,6 +16,7 @@ FORMATS = Path(__file__).parent / "recorded_formats"
 RUBY_VCR = FORMATS / "ruby-vcr-ruby-openai-gpt-4o_streamed_responsesapi_responses.yml"
 TEST_PROXY = FORMATS / "azure-test-proxy-HelloWorldStreaming(%gpt-4o-mini%).json"
 GO_VCR = FORMATS / "go-vcr-envoy-ai-gateway-embeddings-bad-request.yaml"
+HAR = FORMATS / "har-mitmproxy-chrome-postdata.har"
 MCP_EVENTS = (
     'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{"tools":[]}}\n\n'  # an MCP server
 )
@@ -49,6 +50,13 @@ def test_a_real_go_vcr_cassette_of_other_traffic_is_skipped_and_counted(capsys: 
     assert main(["check", str(GO_VCR)]) == 0
     out = capsys.readouterr().out
     assert "POST https://api.openai.com/v1/embeddings): skipped" in out
+    assert "1 interactions skipped" in out
+
+
+def test_a_real_browser_har_of_other_traffic_is_skipped_and_counted(capsys: Any) -> None:
+    assert main(["check", str(HAR)]) == 0
+    out = capsys.readouterr().out
+    assert "POST https://bi.pst.tech/events): skipped" in out
     assert "1 interactions skipped" in out
 
 
