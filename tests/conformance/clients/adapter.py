@@ -39,6 +39,8 @@ BREAKS = (
     "flat-error-blind",  # reads the code of nested errors only
     "no-status",  # a refused upgrade's status and code are lost
     "resend-on-error",  # resends a refused create, unchanged, five times (codex on any error)
+    "ignore-retry-after",  # retries a 429 at once, Retry-After unread (codex on 429)
+    "drop-last-delta",  # builds the text from deltas and loses the last one
 )
 
 
@@ -109,7 +111,8 @@ class Client:
                     time.sleep(0.05)
                     continue
                 if refused.status == 429 and attempt < attempts - 1:
-                    time.sleep(refused.retry_after)
+                    if self.broken != "ignore-retry-after":
+                        time.sleep(refused.retry_after)
                     continue
                 raise refused from None
             except (InvalidMessage, EOFError, OSError):
@@ -185,7 +188,7 @@ class Client:
         return outcome
 
     def read_response(self, ws: ClientConnection, lane: str | None = None) -> dict[str, Any]:
-        text = ""
+        text = last_delta = ""
         while True:
             event = self.next_event(ws)
             kind = event.get("type")
@@ -196,8 +199,11 @@ class Client:
                     continue
                 return {"status": "error", "error": self.error_of(event)}
             if kind == "response.output_text.delta":
-                text += event.get("delta", "")
+                last_delta = event.get("delta", "")
+                text += last_delta
             elif kind in TERMINAL:
+                if self.broken == "drop-last-delta":
+                    return self.terminal(event, text[: len(text) - len(last_delta)])
                 return self.terminal(event, text)
             elif not str(kind).startswith("response.") and self.broken == "strict-events":
                 raise RuntimeError(f"unknown event type {kind!r}")
@@ -232,7 +238,8 @@ class Client:
         if kind == "response.completed" or (
             kind == "response.incomplete" and self.broken == "incomplete-as-completed"
         ):
-            return {"status": "completed", "response_id": response["id"], "text": text_of(response)}
+            whole = text if self.broken == "drop-last-delta" else text_of(response)
+            return {"status": "completed", "response_id": response["id"], "text": whole}
         if kind == "response.incomplete":
             reason = (response.get("incomplete_details") or {}).get("reason")
             return {

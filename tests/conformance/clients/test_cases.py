@@ -13,11 +13,12 @@ import pytest
 
 from harness.conformance.clients.catalogue import CASES, Timings, case_by_id
 from harness.conformance.clients.runner import CaseResult, ClientUnderTest, run_case, run_cases
+from tests.conformance.clients.adapter import BREAKS
 
 ADAPTER = Path(__file__).with_name("adapter.py")
 # Short waits: each bounds a hang or sets a scene, none is asserted.
-TIMINGS = Timings(slow_ttft_s=1.0, lifetime_s=0.4, idle_gap_ms=150, case_timeout_s=8.0)
-HANG_TIMINGS = Timings(slow_ttft_s=1.0, lifetime_s=0.4, idle_gap_ms=150, case_timeout_s=2.0)
+TIMINGS = Timings(slow_ttft_s=1.0, lifetime_s=0.4, idle_gap_ms=400, case_timeout_s=8.0)
+HANG_TIMINGS = Timings(slow_ttft_s=1.0, lifetime_s=0.4, idle_gap_ms=400, case_timeout_s=2.0)
 
 # (broken mode, the case that catches it, the rule it breaks, the verdict)
 BROKEN = [
@@ -35,6 +36,7 @@ BROKEN = [
     ("no-retry-before-101", "1.client.close-before-101", "client.safe_retry", "NON-STRICT"),
     ("replay-after-drop", "4.3.client.drop-mid-stream", "client.no_silent_replay", "FAIL"),
     ("no-reconnect", "4.3.client.close-1001-idle", "client.recovers", "NON-STRICT"),
+    ("no-reconnect", "4.3.client.drop-idle", "client.recovers", "NON-STRICT"),
     ("no-reconnect", "5.3.client.connection-limit", "client.recovers", "NON-STRICT"),
     ("strict-events", "3.2.client.unknown-event", "client.outcome", "FAIL"),
     ("lifo", "5.2.client.queued-fifo", "client.fifo", "FAIL"),
@@ -42,6 +44,8 @@ BROKEN = [
     ("short-timeout", "5.3.client.slow-ttft", "client.patient", "NON-STRICT"),
     ("flat-error-blind", "10.client.error-flat", "client.error_detail", "NON-STRICT"),
     ("no-status", "1.client.upgrade-401", "client.error_detail", "NON-STRICT"),
+    ("ignore-retry-after", "1.client.upgrade-429", "client.retry_storm", "NON-STRICT"),
+    ("drop-last-delta", "3.3.client.conversation", "client.truthful", "FAIL"),
     ("resend-on-error", "4.1.client.error-nested", "client.retry_storm", "NON-STRICT"),
 ]
 
@@ -101,6 +105,14 @@ def test_the_well_behaved_client_was_really_put_to_each_test(
     assert lanes is not None and lanes.stream_id == "b"
     keepalive = well_behaved["3.2.client.unknown-event"].wire_log
     assert any('"keepalive"' in str(e["data"]) for e in keepalive)
+
+
+def test_every_failure_mode_is_caught_by_a_case() -> None:
+    """Each deliberate bug is run, and each case catches one; the upgrade statuses other than
+    401, 404 and 429 are the same failure mode under another status."""
+    assert {mode for mode, _, _, _ in BROKEN} == set(BREAKS)
+    uncaught = {c.id for c in CASES} - {case_id for _, case_id, _, _ in BROKEN}
+    assert uncaught <= {f"1.client.upgrade-{status}" for status in (403, 405, 426, 501)}
 
 
 @pytest.mark.parametrize(("mode", "case_id", "rule_id", "verdict"), BROKEN)
