@@ -271,18 +271,26 @@ def _runs_html(runs: Sequence[Run]) -> list[str]:
     return out
 
 
+def _reading() -> str:
+    """How to read a table: the same words above the HTML and the Markdown board."""
+    return (
+        "One table per workload (kind, rollouts or request shape, profile, model, modes, "
+        "concurrency): rows are compared within a table only. Ranked by time to first token, "
+        f"median, in {RANK_MODE} mode. A latency is read from the row's runs merged; in "
+        "parentheses the min–max of the same figure run by run (a tail percentile of small runs "
+        "can lie outside it: merged, more samples reach further into the tail). The speedup is "
+        f"the median per-rollout end-to-end ratio {SPEEDUP_BASELINE}/{RANK_MODE} with a "
+        "bootstrap 95% interval (from 5 pairs on), shown as unequal work when the ws turns "
+        "carried far less input than the http ones. Conformance is the latest certify run of the "
+        "same implementation: MUST and SHOULD cases passed of those run (not-applicable cases "
+        "left out). Failed runs are marked, not counted."
+    )
+
+
 def _intro_html(title: str, runs: Sequence[Run]) -> list[str]:
     out = [
         f"<h1>{escape(title)}</h1>",
-        '<p class="sub">One table per workload (kind, rollouts or request shape, profile, model, '
-        "modes, concurrency): rows are compared within a table only. Ranked by time to first "
-        f"token, median, in <code>{RANK_MODE}</code> mode. Values in parentheses are the "
-        "min–max across repeat runs; the speedup is the median per-rollout end-to-end ratio "
-        f"{SPEEDUP_BASELINE}/{RANK_MODE} with a bootstrap 95% interval (from 5 pairs on), shown "
-        "as <i>unequal work</i> when the ws turns carried far less input than the http ones. "
-        "Conformance is the latest certify run of the same implementation: MUST and SHOULD cases "
-        "passed of those run (not-applicable cases left out). Failed runs are marked, not "
-        "counted.</p>",
+        f'<p class="sub">{escape(_reading())}</p>',
     ]
     out += [f'<p class="note">{escape(n)}</p>' for n in _environment_notes(runs)]
     return out
@@ -329,7 +337,7 @@ def render_markdown(board: Board, runs: Sequence[Run], *, title: str) -> str:
     lines = [
         f"# {title}",
         "",
-        f"One table per workload; ranked by TTFT p50 in `{RANK_MODE}` mode within each.",
+        _reading(),
         "",
     ]
     lines += [f"> {n}" for n in _environment_notes(runs)]
