@@ -292,7 +292,7 @@ def register_load(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
         description=(
             "Send fixed-shape requests (input tokens, max_output_tokens) at a concurrency or a "
             "Poisson rate over WebSocket mode and/or HTTP/SSE; print req/s, tokens/s and "
-            "TTFT/ITL/TPOT/e2e percentiles; write a bench results file (gate, board). Without "
+            "TTFT/ITL/TPOT/e2e percentiles; write a load results file (gate, board). Without "
             "--target it starts the embedded reference server. See harness/load/LOAD.md."
         ),
     )

@@ -31,7 +31,7 @@ from harness.load.bench.result import mode_entry
 from harness.load.fixed_load import LoadSpec, ShardResult, run_shard
 from harness.load.gc_policy import load_gc
 from harness.results.schema import finish_result, new_result
-from harness.results.work import describe_tokens, token_summary, unequal_work
+from harness.results.work import UNEQUAL_WORK_RATIO, describe_tokens, token_summary, unequal_work
 from harness.results.workload import load_workload
 
 CHILD_START_TIMEOUT_S = 60.0
@@ -274,7 +274,29 @@ def format_load_notes(result: Mapping[str, Any]) -> list[str]:
                 f"slot; TTFT and e2e count that wait (from the intended start), TPOT and ITL do not"
             )
     lines += [f"UNEQUAL WORK: {flag['message']}" for flag in load.get("unequal_work", [])]
-    return lines
+    note = different_shapes_note(result)
+    return lines + ([note] if note else [])
+
+
+def different_shapes_note(result: Mapping[str, Any]) -> str | None:
+    """When `http` ran beside a chained mode with several turns: its requests stand alone while
+    the chained turns carry their conversation, so the modes did different work by design (no
+    pairing, no flag): say so, and how to compare the same conversations."""
+    modes = result["config"].get("modes", {})
+    turns = max((int(m.get("turns") or 1) for m in modes.values()), default=1)
+    tokens = result["load"].get("tokens", {})
+    if "http" not in tokens or len(tokens) < 2 or turns < 2:
+        return None
+    per_turn = {m: t.get("input_tokens_per_turn") for m, t in tokens.items()}
+    known = [v for v in per_turn.values() if v]
+    if not known or min(known) >= UNEQUAL_WORK_RATIO * max(known):
+        return None
+    shown = ", ".join(f"{m} {v:,.0f}" for m, v in per_turn.items() if v)
+    return (
+        f"note: the modes did different work (input tokens per turn: {shown}): http requests "
+        "stand alone, chained turns carry their conversation; --modes ws,http-chained compares "
+        "the same conversations"
+    )
 
 
 def print_load(out: TextIO, result: Mapping[str, Any]) -> None:

@@ -65,6 +65,18 @@ def test_two_load_runs_in_either_mode_order_do_the_same_work(
     assert shared["load"]["tokens"]["ws"]["cached_share"] > 0.5
 
 
+def test_load_says_when_http_beside_chained_turns_is_other_work(
+    prefix_cached: ReferenceServer, tmp_path: Path, capsys: Any
+) -> None:
+    result = _load(prefix_cached, tmp_path, "ws,http", "--turns", "3")
+    tokens = result["load"]["tokens"]
+    assert tokens["ws"]["input_tokens_per_turn"] > tokens["http"]["input_tokens_per_turn"]
+    assert result["load"]["unequal_work"] == []  # no pairing: the shapes differ by design
+    out = capsys.readouterr().out
+    assert "note: the modes did different work (input tokens per turn: ws " in out
+    assert "--modes ws,http-chained compares the same conversations" in out
+
+
 def test_load_flags_a_target_whose_ws_continuations_drop_the_context(tmp_path: Path) -> None:
     argv = ["load", "--modes", "ws,http-chained", "--turns", "3", "--requests", "9"]
     argv += ["--concurrency", "1", "--processes", "1", "--input-tokens", "40"]
