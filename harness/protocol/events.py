@@ -150,8 +150,8 @@ def response_object(
 
     `fields` add or override members; the one place the object's baseline shape is written.
     The members beyond the OpenAPI-required ones are those every recorded api.openai.com
-    Response carries (PROTOCOL.md §3.4; tests/protocol/test_response_members.py derives them
-    from the recorded corpus, so a member the API adds shows up as a failing test).
+    Response carries (PROTOCOL.md §3.4; tests/reference_server/test_response_object.py derives
+    them from the recorded corpus, so a member the API adds shows up as a failing test).
     """
     return {
         "id": response_id,
