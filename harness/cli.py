@@ -7,11 +7,17 @@ are imported here, plainly: one that fails to import fails the command line, wit
 
 from __future__ import annotations
 
+import argparse
+import os
+import platform
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from harness.conformance import commands as conformance_commands
+from harness.errors import WsmodeError
 from harness.load import commands as load_commands
+from harness.protocol.errors import LocalProtocolError
 from harness.report import commands as report_commands
 from harness.traces import commands as traces_commands
 from harness.usage import CommandParser, usage_error
@@ -27,11 +33,30 @@ _COMMAND_AREAS = (
 )
 
 
+class _Version(argparse.Action):
+    """`wsmode --version`: the version, the commit of a checkout, the Python running it."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.update(nargs=0, default=argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from harness.results.machine import harness_commit, harness_version
+
+        commit = harness_commit()
+        where = f"commit {commit[:12]}, " if commit != "unknown" else ""
+        print(f"wsmode {harness_version()} ({where}Python {platform.python_version()})")
+        parser.exit()
+
+
 def build_parser() -> CommandParser:
     parser = CommandParser(
         prog="wsmode",
         description="Benchmark and conformance harness for the Responses API WebSocket mode.",
+        epilog="Every command has --help. Environment: $WSMODE_API_KEY, the API key (the key "
+        "bench, load and certify send; the keys serve accepts, comma-separated).",
     )
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for area in _COMMAND_AREAS:
         area.register(subparsers)
@@ -45,7 +70,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:  # no command, or a command group (`wsmode traces`) without its action
         group = getattr(args, "group", parser)
         return usage_error(group.prog, "no subcommand given", usage=group.format_help())
-    result: int = handler(args)
+    prog = f"wsmode {args.command}"
+    try:
+        result: int = handler(args)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"\n{prog}: interrupted\n")
+        return 130
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except LocalProtocolError:
+        raise  # our own emitter broke the protocol: a bug of wsmode, its traceback helps
+    except WsmodeError as exc:  # something wsmode detected and reports: one line
+        return usage_error(prog, str(exc))
+    except OSError as exc:  # the machine refused (a file, a port): one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        return usage_error(prog, f"{where}{exc.strerror or exc}")
     return result
 
 

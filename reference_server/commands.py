@@ -5,26 +5,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
+import errno
 import signal
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.protocol.cache import CachePolicy
-from harness.usage import usage_error
+from harness.usage import API_KEY_ENV, env_setting, usage_error
 from reference_server import logs
 from reference_server.app import ReferenceServer
 from reference_server.config import (
-    API_KEY_ENV,
     Limits,
     Optimizations,
     ServerConfig,
     default_data_dir,
 )
-from reference_server.cost_profiles import PROFILE_NAMES
+from reference_server.cost_profiles import PROFILE_NAMES, load_cost_profile
 from reference_server.faults import ALL_FAULTS, check_fault_names
 from reference_server.logs import LOG_FORMATS, LOG_LEVELS
 from reference_server.workers import run_workers
+
+SERVE = "wsmode serve"  # the command its usage errors name
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,8 +39,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument(
+        "--port", type=int, default=8000, help="port to listen on (0 picks a free one)"
+    )
     parser.add_argument(
         "--profile",
         default="production-like",
@@ -49,15 +52,21 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "--data-dir",
         type=Path,
         default=None,
-        help=f"store directory (default {default_data_dir()})",
+        help="store directory (default: $XDG_CACHE_HOME/wsmode, else ~/.cache/wsmode)",
     )
     parser.add_argument(
         "--api-key",
         action="append",
         default=[],
-        help=f"require this key (repeatable; or ${API_KEY_ENV})",
+        help=f"require this key (repeatable; the comma-separated keys in ${API_KEY_ENV} too; "
+        "none given: no key required)",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the simulated generation",
+    )
     parser.add_argument(
         "--workers",
         type=_positive_int,
@@ -102,25 +111,48 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-depth", type=int, default=1, help="responses kept per connection (LRU)"
     )
-    parser.add_argument("--cache-max-bytes", type=int, default=16 * 1024 * 1024)
+    parser.add_argument(
+        "--cache-max-bytes",
+        type=int,
+        default=16 * 1024 * 1024,
+        help="response state kept per connection, in bytes (LRU)",
+    )
     parser.add_argument(
         "--lifetime-s", type=float, default=3600.0, help="connection lifetime limit"
     )
     parser.add_argument(
         "--max-pending", type=int, default=4, help="creates queued behind the one in flight"
     )
-    parser.add_argument("--send-stall-timeout-s", type=float, default=10.0)
+    parser.add_argument(
+        "--send-stall-timeout-s",
+        type=float,
+        default=10.0,
+        help="a client that reads nothing for this long is closed (1008)",
+    )
     parser.add_argument(
         "--drain-timeout-s",
         type=float,
         default=10.0,
         help="on SIGTERM, how long in-flight responses may finish before sockets close 1001",
     )
-    parser.add_argument("--max-connections", type=int, default=Limits().max_connections)
     parser.add_argument(
-        "--max-connections-per-key", type=int, default=Limits().max_connections_per_key
+        "--max-connections",
+        type=int,
+        default=Limits().max_connections,
+        help="WebSocket connections at once; more are refused with 429 before the upgrade",
     )
-    parser.add_argument("--max-message-bytes", type=int, default=4 * 1024 * 1024)
+    parser.add_argument(
+        "--max-connections-per-key",
+        type=int,
+        default=Limits().max_connections_per_key,
+        help="WebSocket connections at once per API key (429 beyond)",
+    )
+    parser.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=4 * 1024 * 1024,
+        help="largest client message accepted (close 1009 beyond)",
+    )
     parser.add_argument("--context-window", type=int, default=200_000, help="tokens")
     parser.add_argument(
         "--receive-buffer-bytes",
@@ -146,7 +178,9 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store-retention-s", type=float, default=30 * 86400.0, help="store=true retention"
     )
-    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS)
+    parser.add_argument(
+        "--log-level", default="info", choices=LOG_LEVELS, help="least severe log line shown"
+    )
     parser.add_argument(
         "--log-format",
         default="text",
@@ -170,7 +204,8 @@ def _positive_int(text: str) -> int:
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
-    keys = list(args.api_key) + [k for k in os.environ.get(API_KEY_ENV, "").split(",") if k]
+    from_env = env_setting(API_KEY_ENV) or ""
+    keys = list(args.api_key) + [k.strip() for k in from_env.split(",") if k.strip()]
     optimizations = Optimizations()
     for name in args.disable:
         optimizations = optimizations.without(name)
@@ -213,11 +248,25 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
 def _serve(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
-    except ValueError as exc:
-        return usage_error("wsmode serve", str(exc))
-    if config.workers > 1:
-        return run_workers(config, serve_until_signalled)
-    serve_until_signalled(config)
+        load_cost_profile(config.profile)  # a bad profile: one line now, not a traceback later
+    except ValueError as exc:  # CostProfileError is one
+        return usage_error(SERVE, str(exc))
+    try:
+        if config.workers > 1:
+            return run_workers(config, serve_until_signalled)
+        serve_until_signalled(config)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return usage_error(
+                SERVE,
+                f"{config.host}:{config.port} is in use (errno {exc.errno}): stop what listens "
+                "there, or pick another port (--port 0 picks a free one)",
+            )
+        if exc.errno == errno.EACCES:
+            return usage_error(
+                SERVE, f"{config.host}:{config.port}: permission denied: use a port above 1023"
+            )
+        raise
     return 0
 
 

@@ -14,8 +14,6 @@ from harness.protocol.cache import CachePolicy
 from reference_server.faults import CaseBehaviour
 from reference_server.logs import LogFormat
 
-API_KEY_ENV = "WSMODE_API_KEYS"  # comma-separated, as an alternative to --api-key
-
 
 def default_data_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

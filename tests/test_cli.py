@@ -4,7 +4,12 @@
 
 from __future__ import annotations
 
+import argparse
 import io
+import logging
+import re
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +128,77 @@ def test_the_maintainers_tools_run_from_their_commands_module(capsys: Any) -> No
             tool([])
         assert info.value.code == 2
         assert "the following arguments are required: TOOL" in capsys.readouterr().err
+
+
+# -- help and version -----------------------------------------------------------------------------
+def parsers(parser: argparse.ArgumentParser, path: str = "wsmode") -> Iterator[tuple[str, Any]]:
+    """Every parser of the command line (commands, groups, actions), with its command path."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from parsers(sub, f"{path} {name}")
+
+
+def help_text() -> str:
+    """All of `wsmode ... --help`, every command's."""
+    return "\n".join(parser.format_help() for _, parser in parsers(build_parser()))
+
+
+def test_every_option_has_help_and_says_its_default() -> None:
+    missing, no_default = [], []
+    for path, parser in parsers(build_parser()):
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            name = f"{path} {'/'.join(action.option_strings) or action.dest}"
+            if not action.help:
+                missing.append(name)
+                continue
+            shown = formatter._get_help_string(action)
+            meaningful = action.default not in (None, False, [], argparse.SUPPRESS)
+            flag = isinstance(action, argparse._StoreConstAction | argparse._HelpAction)
+            if action.option_strings and meaningful and not flag and "default" not in shown:
+                no_default.append(name)
+    assert missing == [] and no_default == []
+    assert len(list(parsers(build_parser()))) > 12  # every command, group and action
+
+
+def test_help_names_one_environment_variable_and_no_machine_path() -> None:
+    text = help_text()
+    assert "$WSMODE_API_KEY" in text and "WSMODE_API_KEYS" not in text
+    assert str(Path(__file__).resolve().parents[1]) not in text  # no checkout path as a default
+
+
+def test_version(capsys: Any) -> None:
+    status, out, err = _run(["--version"], capsys)
+    assert status == 0 and err == ""
+    assert re.fullmatch(r"wsmode \S+ \((commit [0-9a-f]{12}, )?Python \d+\.\d+\.\d+\)\n", out)
+
+
+def test_a_users_mistake_is_one_line_not_a_traceback(capsys: Any, tmp_path: Path) -> None:
+    for argv, start in (
+        (["bench", "--profile", "nosuch"], "wsmode bench: --profile: unknown profile 'nosuch'"),
+        (["load", "--profile", "nosuch"], "wsmode load: --profile: unknown profile 'nosuch'"),
+        (["serve", "--profile", "nosuch"], "wsmode serve: unknown profile 'nosuch'"),
+    ):
+        status, out, err = _run(argv, capsys)
+        assert (status, out) == (2, ""), err
+        assert err.count("\n") == 1 and err.startswith(start), err
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = ["serve", "--port", str(port), "--data-dir", str(tmp_path)]
+        try:
+            status, out, err = _run(argv, capsys)
+        finally:  # serve routes the process's logging to its stderr: give it back
+            root.handlers[:] = handlers
+            root.setLevel(level)
+    assert status == 2 and err == (
+        f"wsmode serve: 127.0.0.1:{port} is in use (errno 98): stop what listens there, or "
+        "pick another port (--port 0 picks a free one)\n"
+    )

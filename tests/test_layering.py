@@ -13,9 +13,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Shared by every layer: the root error class, the locator of the bundled data and the one
-# usage-error line (the bench and the recorder check their input below the CLI).
-EVERYWHERE = frozenset({"harness.errors", "harness.bundled", "harness.usage"})
+# Shared by every layer: the root error class, the locator of the bundled data, the one
+# usage-error line (the bench and the recorder check their input below the CLI) and the one
+# progress line (bench, load and certify show it below the CLI).
+EVERYWHERE = frozenset({"harness.errors", "harness.bundled", "harness.usage", "harness.progress"})
 
 # Which packages each package may import (besides itself and EVERYWHERE), lowest floor first.
 ALLOWED: dict[str, frozenset[str]] = {

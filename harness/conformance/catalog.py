@@ -26,7 +26,12 @@ END: Final = "<!-- cases:end -->"
 
 def load_suites(suites_dir: Path = SUITES_DIR) -> list[CaseMeta]:
     """Import each suite module (once) and return its cases in file order."""
-    found: list[CaseMeta] = []
+    return [meta for meta, _ in load_cases(suites_dir)]
+
+
+def load_cases(suites_dir: Path = SUITES_DIR) -> list[tuple[CaseMeta, str]]:
+    """Each case in file order with its function's name (what `-k` also matches)."""
+    found: list[tuple[CaseMeta, str]] = []
     for path in sorted(suites_dir.glob("test_*.py")):
         name = f"wsmode_suites.{path.stem}"
         module = sys.modules.get(name)
@@ -36,10 +41,10 @@ def load_suites(suites_dir: Path = SUITES_DIR) -> list[CaseMeta]:
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             spec.loader.exec_module(module)
-        for value in vars(module).values():
+        for name, value in vars(module).items():
             meta = getattr(value, "wsmode_case", None)
-            if isinstance(meta, CaseMeta) and meta not in found:
-                found.append(meta)
+            if isinstance(meta, CaseMeta) and all(meta is not m for m, _ in found):
+                found.append((meta, name))
     return found
 
 

@@ -1,27 +1,44 @@
 """`wsmode certify`: run the conformance suites (pytest) against targets, or merge reports.
 
     wsmode certify                                   # the embedded reference server
+    wsmode certify --target-profile openai           # a bundled profile (see --profiles)
     wsmode certify --target ws://HOST:PORT/v1/responses [--http-target URL] [--api-key KEY]
-                   [--target-profile FILE] [--model MODEL] [--auth] [--strict]
-                   [-k '5.2 and not lanes'] [--full-wire-log]
+                   [--target-profile NAME|FILE] [--model MODEL] [--auth] [--strict]
+                   [-k '5.2 and not lanes'] [--full-wire-log] [-v]
+    wsmode certify --list [-k EXPR]                  # the case catalogue: id, level, needs, what
+    wsmode certify --profiles                        # the bundled target profiles
     wsmode certify --target-profile a.toml --target-profile b.toml   # several targets: a matrix
     wsmode certify --fault cache-fifo                # the reference server with a fault on
     wsmode certify --merge r1/report.json r2/report.json [--out DIR] # one matrix from reports
 
+Each remote target is checked before the run (connect, upgrade, one plain create): one that is
+not there stops the run with one line. The console shows one line per case that did not pass
+(every case with -v), one block per failure, and the summary last. A run without a target
+profile cannot run the cases that need a declared capability: it says how many MUST cases it
+left out, and its certificate is marked partial.
+
 Exit status: 0 when every MUST case passed (and every SHOULD with --strict), 1 otherwise,
-2 for usage errors. Reports go to <results>/certify/<target>/<timestamp>/.
+2 for usage errors and a target that cannot be reached. Reports go to
+<results>/certify/<target>/<timestamp>/.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import sys
+import textwrap
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.bundled import suites_dir
-from harness.usage import EXIT_USAGE, CommandParser, usage_error
+from harness.usage import API_KEY_ENV, EXIT_USAGE, CommandParser, client_api_key, usage_error
+
+if TYPE_CHECKING:
+    from harness.conformance.model import CaseMeta
 
 SUITES_DIR = suites_dir()
 # the commands their usage errors name
@@ -62,7 +79,6 @@ def _register_certify_client(
         "certify-client",
         help="certify a client of WebSocket mode against scripted server behaviours",
         description=CERTIFY_CLIENT_DOC,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--client", metavar="NAME", help="a bundled client profile (suites/clients)")
@@ -84,7 +100,7 @@ def _register_certify_client(
     )
     parser.add_argument("--strict", action="store_true", help="NON-STRICT verdicts fail the run")
     parser.add_argument("--results", default="results", metavar="DIR", help="results root")
-    parser.add_argument("--label", default="certify-client")
+    parser.add_argument("--label", default="certify-client", help="the label of the results file")
     parser.add_argument("--no-report", action="store_true", help="write no report files")
     parser.add_argument("--full-wire-log", action="store_true", help="keep every frame")
     parser.set_defaults(handler=certify_client_main)
@@ -146,7 +162,6 @@ def _register_check(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "check",
         help="judge recorded Responses traffic offline (JSONL, SSE, wire logs, cassettes)",
         description=CHECK_DOC,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "files", nargs="+", metavar="FILE", help="recorded traffic to judge (or a directory of it)"
@@ -216,84 +231,135 @@ def _register_certify(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         "certify",
         help="run the conformance suites against a target (default: the reference server)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_arguments(parser)
     parser.set_defaults(handler=main)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    target = parser.add_argument_group("target (default: the embedded reference server)")
+    target.add_argument(
         "--target",
         action="append",
         default=[],
         metavar="URL",
-        help="WebSocket URL (repeatable); default: the embedded reference server",
+        help="WebSocket URL of a target, ws:// or wss:// (repeatable: one report each, and a "
+        "matrix)",
     )
-    parser.add_argument("--http-target", action="append", default=[], metavar="URL")
-    parser.add_argument("--api-key", action="append", default=[], metavar="KEY")
-    parser.add_argument(
+    target.add_argument(
+        "--http-target",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="the target's HTTP API base (http://HOST:PORT/v1): runs the HTTP/SSE parity cases "
+        "(once for all targets, or once per target)",
+    )
+    target.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help=f"bearer key sent to the target (once for all targets, or once per target; "
+        f"default: the profile's, else ${API_KEY_ENV})",
+    )
+    target.add_argument(
         "--target-profile",
         action="append",
         default=[],
-        metavar="FILE",
-        help="target profile TOML (repeatable; see suites/targets/)",
+        metavar="NAME|FILE",
+        help="what the target declares (capabilities, limits): a bundled profile's name "
+        "(--profiles lists them) or a TOML file (repeatable, one per target)",
     )
-    parser.add_argument(
+    target.add_argument(
+        "--model",
+        default=None,
+        metavar="MODEL",
+        help="the model every request names (default: the target profile's; shown in reports)",
+    )
+    target.add_argument(
+        "--auth",
+        action="store_true",
+        help="the target refuses a missing or wrong key: run the auth cases (--api-key only "
+        "sends the key)",
+    )
+    target.add_argument(
         "--fault",
         action="append",
         default=[],
         metavar="NAME",
         help="run the embedded reference server with this fault on (repeatable)",
     )
-    parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run too")
-    parser.add_argument("--event-timeout", type=float, default=None, metavar="S")
-    parser.add_argument(
-        "--response-timeout",
-        type=float,
-        default=None,
-        metavar="S",
-        help="longest one response may stream before its terminal event (default: the "
-        "profile's, 25 s)",
-    )
-    parser.add_argument("--case-timeout", type=float, default=None, metavar="S")
-    parser.add_argument("--results", default="results", metavar="DIR", help="results root")
-    parser.add_argument("--label", default="certify")
-    parser.add_argument("--no-report", action="store_true", help="write no report files")
-    parser.add_argument(
+    cases = parser.add_argument_group("cases")
+    cases.add_argument(
         "-k",
         dest="keyword",
         default=None,
         metavar="EXPR",
-        help="select cases by id, category or level (-k '5.2 and not lanes'); never the target",
+        help="select cases by id, category, level or function name (-k '5.2 and not lanes'); "
+        "an expression that matches no case is an error",
     )
-    parser.add_argument(
-        "--model",
+    cases.add_argument(
+        "--list", action="store_true", help="print the case catalogue (with -k: the selection)"
+    )
+    cases.add_argument(
+        "--profiles", action="store_true", help="list the bundled target profiles, one line each"
+    )
+    cases.add_argument("--strict", action="store_true", help="SHOULD failures fail the run too")
+    cases.add_argument(
+        "--event-timeout",
+        type=float,
         default=None,
-        metavar="MODEL",
-        help="the model every request names (default: the target profile's; shown in reports)",
+        metavar="S",
+        help="longest wait for any one event, in seconds (default: the profile's, 10)",
     )
-    parser.add_argument(
-        "--auth",
-        action="store_true",
-        help="the target refuses a missing or wrong key: run the auth cases (--api-key only "
-        "sends the key)",
+    cases.add_argument(
+        "--response-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="longest one response may stream before its terminal event, in seconds (default: "
+        "the profile's, 25)",
     )
-    parser.add_argument(
+    cases.add_argument(
+        "--case-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="longest a case may run, in seconds (default: the profile's, 60)",
+    )
+    cases.add_argument(
+        "--suites",
+        type=Path,
+        default=SUITES_DIR,
+        help="the suites directory (default: the bundled suites)",
+    )
+    output = parser.add_argument_group("output")
+    output.add_argument(
+        "-v", "--verbose", action="store_true", help="one line per case, passed ones too"
+    )
+    output.add_argument(
+        "--results",
+        default="results",
+        metavar="DIR",
+        help="results root: reports go to DIR/certify/<target>/<timestamp>/",
+    )
+    output.add_argument("--label", default="certify", help="the label of the results file")
+    output.add_argument("--no-report", action="store_true", help="write no report files")
+    output.add_argument(
         "--full-wire-log",
         action="store_true",
         help="keep every frame in every case (default: delta runs of passing cases collapsed)",
     )
-    parser.add_argument("--suites", type=Path, default=SUITES_DIR, help="the suites directory")
-    parser.add_argument("-v", "--verbose", action="store_true", help="one line per case")
-    parser.add_argument(
+    output.add_argument(
         "--merge",
         nargs="+",
         default=None,
         metavar="REPORT",
         help="render one cases × implementations matrix from report.json files (no run)",
     )
-    parser.add_argument("--out", type=Path, default=None, help="--merge: output directory")
+    output.add_argument(
+        "--out", type=Path, default=None, metavar="DIR", help="--merge: the output directory"
+    )
 
 
 def pytest_arguments(args: argparse.Namespace) -> list[str]:
@@ -303,7 +369,12 @@ def pytest_arguments(args: argparse.Namespace) -> list[str]:
             raise ValueError("--fault applies to the embedded reference server only")
         faults = ",".join(args.fault)
         targets = [f"embedded:{faults}"] if not targets else [f"{t}:{faults}" for t in targets]
-    argv = [str(args.suites), "-p", "no:cacheprovider", "-v" if args.verbose else "-q"]
+    suites = str(args.suites)
+    # the suites' own rootdir and no ini file: the caller's pytest settings stay out of a run
+    argv = [suites, "-c", os.devnull, "--rootdir", suites, "-p", "no:cacheprovider"]
+    argv += ["-p", "no:terminal", "--wsmode-console", "--wsmode-checked"]
+    if args.verbose:
+        argv.append("--wsmode-verbose")
     for option, values in (
         ("--target", targets),
         ("--http-target", args.http_target),
@@ -360,18 +431,121 @@ def merge(paths: list[str], out: Path | None, results_root: str) -> int:
 def main(args: argparse.Namespace) -> int:
     if args.merge:
         return merge(list(args.merge), args.out, args.results)
+    if args.profiles:
+        return _list_profiles()
     try:
         import pytest
     except ImportError:
         return usage_error(CERTIFY, "needs pytest: pip install 'wsmode[test]'")
     if not Path(args.suites).is_dir():
         return usage_error(CERTIFY, f"no suites directory at {args.suites}")
+    from harness.conformance.catalog import load_cases
+    from harness.conformance.selection import SelectionError, select
+
+    cases = [(meta, function, None) for meta, function in load_cases(args.suites)]
+    try:
+        selected = select(cases, args.keyword) if args.keyword else cases
+    except SelectionError as exc:
+        return usage_error(CERTIFY, str(exc))
+    if not selected:
+        return usage_error(
+            CERTIFY, f"-k {args.keyword!r} matches no case (wsmode certify --list shows them)"
+        )
+    if args.list:
+        return _list_cases([meta for meta, _, _ in selected])
     try:
         argv = pytest_arguments(args)
-    except ValueError as exc:
+        problem = _check_targets(args)
+    except ValueError as exc:  # TargetProfileError is one
         return usage_error(CERTIFY, str(exc))
+    if problem is not None:
+        return usage_error(CERTIFY, problem)
     code = int(pytest.main(argv))
     return code if code in (0, 1) else 2
+
+
+def _check_targets(args: argparse.Namespace) -> str | None:
+    """Plan the targets as the run will (profiles, URLs, keys) and check each remote one; the
+    first problem as one line. A bad profile or URL raises TargetProfileError."""
+    from harness.bundled import target_profile_path
+    from harness.conformance.liveness import check_before_run
+    from harness.conformance.target_profile import (
+        load_target_profile,
+        plan_targets,
+        resolve_profile,
+    )
+
+    if args.fault:
+        return None  # the embedded server only
+    profiles = [load_target_profile(resolve_profile(p)) for p in args.target_profile]
+    planned = plan_targets(
+        list(args.target),
+        profiles,
+        list(args.http_target),
+        list(args.api_key),
+        default_profile=load_target_profile(target_profile_path("reference")),
+        fallback_api_key=client_api_key(None),
+    )
+    if args.model:
+        planned = [replace(t, profile=t.profile.with_changes(model=args.model)) for t in planned]
+    return check_before_run(planned)
+
+
+def _list_cases(cases: Sequence[CaseMeta]) -> int:
+    """The catalogue, from the cases themselves: id, level, what it needs, what it checks."""
+    from harness.conformance.model import CATEGORIES
+    from harness.progress import MAX_COLUMNS
+
+    width = max(len(c.id) for c in cases)
+    lines = []
+    for category, title in CATEGORIES.items():
+        members = [c for c in cases if c.category == category]
+        if not members:
+            continue
+        lines.append(f"{title} ({len(members)})")
+        for meta in members:
+            needs = f" [needs {', '.join(meta.requires)}]" if meta.requires else ""
+            head = f"  {meta.id:<{width}}  {meta.level:<6}  "
+            if len(head) > MAX_COLUMNS * 3 // 5:  # a very long id: the text on the next line
+                lines.append(head.rstrip())
+                head = " " * 4
+            lines += textwrap.wrap(
+                meta.title + needs,
+                width=MAX_COLUMNS,
+                initial_indent=head,
+                subsequent_indent=" " * len(head),
+            )
+    levels = ", ".join(
+        f"{sum(1 for c in cases if c.level == level)} {level}"
+        for level in ("MUST", "SHOULD", "MAY")
+    )
+    lines.append(f"{len(cases)} cases: {levels}")
+    print("\n".join(lines))
+    return 0
+
+
+def _list_profiles() -> int:
+    """The bundled target profiles: the name --target-profile takes, where, what."""
+    from harness.conformance.target_profile import bundled_profiles
+    from harness.progress import MAX_COLUMNS
+
+    found = bundled_profiles()
+    width = max(len(p.name) for _, p in found)
+    for _, profile in found:
+        where = "(embedded)" if profile.embedded else profile.ws_url
+        print(f"{profile.name:<{width}}  {where}")
+        for line in textwrap.wrap(profile.description, width=MAX_COLUMNS - width - 2):
+            print(f"{'':<{width}}  {line}")
+    print(
+        "\n".join(
+            textwrap.wrap(
+                "--target-profile NAME uses one. To describe your own server, copy one of these "
+                f"files and edit it: {suites_dir() / 'targets'}",
+                width=MAX_COLUMNS,
+            )
+        )
+    )
+    return 0
 
 
 # -- the maintainers' tools: python -m harness.conformance.commands catalog|kill-matrix -----------

@@ -20,21 +20,22 @@ UNIMPLEMENTED as skipped. At the end each target gets `report.json`, `report.htm
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest.mark.expression import Expression
 
 from harness.bundled import target_profile_path
 from harness.conformance.cases import meta_of
+from harness.conformance.console import CertifyConsole, CollectionErrors
 from harness.conformance.context import CaseContext, LiveTarget
 from harness.conformance.embedded import embedded_target, remote_target
+from harness.conformance.liveness import check_before_run
 from harness.conformance.model import (
     SETUPS,
-    CaseMeta,
     Verdict,
     decide_verdict,
     detail_text,
@@ -55,7 +56,8 @@ from harness.conformance.runner import (
     run_case,
 )
 from harness.conformance.sdk import sdk_version, warm_up
-from harness.conformance.summary import offered_version
+from harness.conformance.selection import SelectionError, compile_selection, matches
+from harness.conformance.summary import offered_version, partial_of
 from harness.conformance.target_profile import (
     DEFAULT_RESPONSE_TIMEOUT_S,
     PlannedTarget,
@@ -63,11 +65,13 @@ from harness.conformance.target_profile import (
     TargetProfileError,
     load_target_profile,
     plan_targets,
+    resolve_profile,
 )
 from harness.conformance.wirelog import FULL_MAX_CHARS
 from harness.conformance.wirelog_compact import wire_log_for
 from harness.results.schema import finish_result, new_result, utc_now_iso
 from harness.results.store import timestamp_slug
+from harness.usage import client_api_key
 
 REFERENCE_PROFILE = target_profile_path("reference")
 
@@ -105,6 +109,7 @@ class CertifyState:
     response_timeout_s: float | None
     full_wire_log: bool = False
     cases_expression: str | None = None
+    console: CertifyConsole | None = None  # `wsmode certify`'s own console (console.py)
     runs: dict[str, TargetRun] = field(default_factory=dict)
     written: list[tuple[dict[str, Any], dict[str, Path]]] = field(default_factory=list)
     matrix: dict[str, Path] = field(default_factory=dict)
@@ -183,18 +188,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "target's name)",
     )
     group.addoption("--wsmode-label", default="certify", metavar="LABEL")
+    group.addoption(
+        "--wsmode-console",
+        action="store_true",
+        default=False,
+        help="print wsmode certify's console (with -p no:terminal): non-PASS lines, failure "
+        "blocks, the summary last",
+    )
+    group.addoption(
+        "--wsmode-verbose",
+        action="store_true",
+        default=False,
+        help="with --wsmode-console: one line per case, PASS and UNIMPLEMENTED too",
+    )
+    group.addoption(
+        "--wsmode-checked",
+        action="store_true",
+        default=False,
+        help="the targets were checked before the run (wsmode certify): skip the pre-run check",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     try:
         default = load_target_profile(REFERENCE_PROFILE)
-        profiles = [load_target_profile(p) for p in config.getoption("target_profile")]
+        profiles = [
+            load_target_profile(resolve_profile(p)) for p in config.getoption("target_profile")
+        ]
         targets = plan_targets(
             list(config.getoption("target")),
             profiles,
             list(config.getoption("http_target")),
             list(config.getoption("api_key")),
             default_profile=default,
+            fallback_api_key=client_api_key(None),
         )
     except TargetProfileError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -209,6 +236,10 @@ def pytest_configure(config: pytest.Config) -> None:
             check_fault_names(faults)
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
+    if not config.getoption("wsmode_checked"):
+        problem = check_before_run(targets)
+        if problem is not None:
+            raise pytest.UsageError(problem)
     root = (
         None if config.getoption("wsmode_no_report") else Path(config.getoption("wsmode_results"))
     )
@@ -225,6 +256,14 @@ def pytest_configure(config: pytest.Config) -> None:
         full_wire_log=bool(config.getoption("wsmode_full_wire_log")),
         cases_expression=config.getoption("wsmode_cases"),
     )
+    if config.getoption("wsmode_console"):
+        console = CertifyConsole(
+            sys.stdout,
+            verbose=bool(config.getoption("wsmode_verbose")),
+            strict=bool(config.getoption("wsmode_strict")),
+        )
+        config.stash[_STATE].console = console
+        config.pluginmanager.register(CollectionErrors(console), "wsmode-collection-errors")
 
 
 def with_overrides(
@@ -318,10 +357,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.extra_keyword_matches.update((meta.id, meta.category, meta.level))
     if state.cases_expression:
         selected, deselected = select_cases(items, state.cases_expression)
+        if not any(_is_case(item) for item in selected):
+            raise pytest.UsageError(
+                f"-k {state.cases_expression!r} matches no case (wsmode certify --list shows "
+                "the cases)"
+            )
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = selected
     items[:] = judges_first(items)
+    if state.console is not None:
+        state.console.start(sum(1 for item in items if _is_case(item)), len(state.targets))
 
 
 def judges_first(items: list[pytest.Item]) -> list[pytest.Item]:
@@ -340,36 +386,24 @@ def judges_first(items: list[pytest.Item]) -> list[pytest.Item]:
     return [items[i] for i in sorted(range(len(items)), key=key)]
 
 
-class _CaseMatcher:
-    """Matches a -k name against one case only: its id, category, level and function name
-    (never the target's name, the module or the directory, which pytest's own -k also sees)."""
-
-    def __init__(self, meta: CaseMeta, function_name: str) -> None:
-        self.names = (meta.id, meta.category, meta.level, function_name)
-
-    def __call__(self, name: str, /, **kwargs: str | int | bool | None) -> bool:
-        needle = name.lower()
-        return not kwargs and any(needle in candidate.lower() for candidate in self.names)
+def _is_case(item: pytest.Item) -> bool:
+    return isinstance(item, pytest.Function) and meta_of(item.function) is not None
 
 
 def select_cases(
     items: list[pytest.Item], expression: str
 ) -> tuple[list[pytest.Item], list[pytest.Item]]:
-    """Split `items` by a -k style expression judged on the cases alone."""
+    """Split `items` by a -k style expression judged on the cases alone (selection.py)."""
     try:
-        compiled = Expression.compile(expression)
-    except SyntaxError as exc:
-        raise pytest.UsageError(f"-k {expression!r}: {exc}") from None
+        compiled = compile_selection(expression)
+    except SelectionError as exc:
+        raise pytest.UsageError(str(exc)) from None
     selected: list[pytest.Item] = []
     deselected: list[pytest.Item] = []
     for item in items:
         function = item.function if isinstance(item, pytest.Function) else None
         meta = meta_of(function) if function is not None else None
-        keep = (
-            meta is None
-            or function is None
-            or compiled.evaluate(_CaseMatcher(meta, function.__name__))
-        )
+        keep = meta is None or function is None or matches(compiled, meta, function.__name__)
         (selected if keep else deselected).append(item)
     return selected, deselected
 
@@ -444,6 +478,8 @@ def _record(state: CertifyState, context: CaseContext, result: CaseResult) -> No
             **({"setup_failed_in": result.setup_failed_in} if result.setup_failed_in else {}),
         }
     )
+    if state.console is not None:
+        state.console.case(run.planned.name, run.cases[-1])
 
 
 def _record_setup_error(
@@ -475,6 +511,8 @@ def _record_setup_error(
             "wire_log": [],
         }
     )
+    if state.console is not None:
+        state.console.case(run.planned.name, run.cases[-1])
     report.wsmode_verdict = "ERROR"  # type: ignore[attr-defined]
 
 
@@ -533,6 +571,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for case in result["certify"]["cases"]
     ):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if state.console is not None:
+        matrix = terminal_matrix(results) if len(results) > 1 else ""
+        state.console.finish(state.written, state.matrix, matrix)
 
 
 def build_result(run: TargetRun, state: CertifyState) -> dict[str, Any]:
@@ -554,11 +595,14 @@ def build_result(run: TargetRun, state: CertifyState) -> dict[str, Any]:
             "name": planned.name,
             "version": (live.version if live is not None else None) or offered_version(run.cases),
         },
-        profile=profile.source,
+        profile=profile.describe()["profile_source"],
         config=config,
         started_at=run.started_at,
     )
     result["certify"]["cases"] = run.cases
+    partial = partial_of(run.cases, profile_given=planned.profile.source != "<defaults>")
+    if partial is not None:
+        result["certify"]["partial"] = partial
     if run.ledger.stopped_after is not None:
         result["certify"]["stopped"] = {
             "after": run.ledger.stopped_after,

@@ -20,6 +20,7 @@ from harness.conformance.summary import (
     RootCause,
     counts_line,
     level_count,
+    partial_line,
     reading_order,
     render_markdown,
     root_causes,
@@ -116,9 +117,9 @@ def terminal_summary(result: Mapping[str, Any], *, strict: bool, detail_chars: i
         f"  {counts_line(certify['cases'])}" + ("  [strict]" if strict else ""),
         "  " + "  ".join(f"{v}={n}" for v, n in summary["counts"].items() if n),
     ]
-    stopped = stopped_line(result)
-    if stopped:
-        lines.append(f"  {stopped}")
+    for note in (stopped_line(result), partial_line(result)):
+        if note:
+            lines.append(f"  {note}")
     lines += [
         "",
         f"  {'category':<26}{'cases':>6}{'MUST':>9}{'SHOULD':>9}{'MAY':>5}"
@@ -180,11 +181,9 @@ def _verdict(verdict: str) -> str:
     return f'<span class="v" style="color:{colour}">{_e(verdict)}</span>'
 
 
-def _anchor(case_id: str) -> str:
+def case_anchor(case_id: str) -> str:
+    """The id of a case's wire-log block in report.html (console lines link to it)."""
     return "case-" + "".join(ch if ch.isalnum() or ch in "-._" else "_" for ch in case_id)
-
-
-case_anchor = _anchor  # the id of a case's section in report.html (the client matrix links it)
 
 
 def render_html(result: Mapping[str, Any], *, strict: bool) -> str:
@@ -225,9 +224,9 @@ def render_html(result: Mapping[str, Any], *, strict: bool) -> str:
             + "</tr>"
         )
     out.append("</table>")
-    stopped = stopped_line(result)
-    if stopped:
-        out.append(f"<p><b>{_e(stopped)}</b></p>")
+    for note in (stopped_line(result), partial_line(result)):
+        if note:
+            out.append(f"<p><b>{_e(note)}</b></p>")
     out.append(_causes_table(root_causes(cases)))
     cases = reading_order(cases)
     out.append("<h2>Cases</h2><table><tr><th>id</th><th>level</th><th>verdict</th>")
@@ -235,7 +234,7 @@ def render_html(result: Mapping[str, Any], *, strict: bool) -> str:
     for case in cases:
         duration = case.get("duration_ms")
         out.append(
-            f"<tr><td><a href='#{_anchor(case['id'])}'><code>{_e(case['id'])}</code></a></td>"
+            f"<tr><td><a href='#{case_anchor(case['id'])}'><code>{_e(case['id'])}</code></a></td>"
             f"<td>{_e(case['level'])}</td><td>{_verdict(case['verdict'])}</td>"
             f"<td>{_e(case['title'])}</td>"
             f"<td class=n>{'' if duration is None else f'{duration:.0f}'}</td>"
@@ -259,7 +258,9 @@ def _causes_table(causes: list[RootCause]) -> str:
     rows = ["<h2>Findings by root cause</h2><table><tr><th>cases</th><th>rule</th>"]
     rows.append("<th>level</th><th>finding</th><th>in</th></tr>")
     for cause in causes:
-        links = " ".join(f"<a href='#{_anchor(c)}'><code>{_e(c)}</code></a>" for c in cause.cases)
+        links = " ".join(
+            f"<a href='#{case_anchor(c)}'><code>{_e(c)}</code></a>" for c in cause.cases
+        )
         rows.append(
             f"<tr><td class=n>{len(cause.cases)}</td><td><code>{_e(cause.rule_id)}</code></td>"
             f"<td>{_e(cause.level)}</td><td>{_e(cause.message)}</td><td>{links}</td></tr>"
@@ -271,7 +272,7 @@ def _causes_table(causes: list[RootCause]) -> str:
 def _case_section(case: Mapping[str, Any]) -> str:
     opened = " open" if case["verdict"] not in ("PASS", "UNIMPLEMENTED") else ""
     parts = [
-        f"<details id='{_anchor(case['id'])}'{opened}><summary>{_verdict(case['verdict'])} "
+        f"<details id='{case_anchor(case['id'])}'{opened}><summary>{_verdict(case['verdict'])} "
         f"<code>{_e(case['id'])}</code> [{_e(case['level'])}] {_e(case['title'])}</summary>",
         f"<p class=meta>section §{_e(case['section'])} · category {_e(case.get('category', ''))}"
         f" · started {_e(case.get('started_at', ''))} · rules "

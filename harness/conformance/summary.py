@@ -11,6 +11,7 @@ Markdown certificate (report.md). Pure functions of a certify result (report.jso
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -71,6 +72,37 @@ def stopped_line(result: Mapping[str, Any]) -> str | None:
         f"target stopped answering after case {stopped.get('after')}; "
         f"{stopped.get('not_run', 0)} cases not run ({stopped.get('reason', '')})"
     )
+
+
+def partial_of(cases: Sequence[Mapping[str, Any]], *, profile_given: bool) -> dict[str, Any] | None:
+    """How much of the MUST level a run could not check (report.json's `certify.partial`), or
+    None when every MUST case ran: the MUST and SHOULD cases not run because the target does not
+    declare what they need (UNIMPLEMENTED), by reason, and whether a target profile was given."""
+    not_run = [c for c in cases if c.get("verdict") == "UNIMPLEMENTED"]
+    must = [c for c in not_run if c.get("level") == "MUST"]
+    if not must:
+        return None
+    reasons = Counter(" ".join(str(c.get("detail") or "not declared").split()) for c in must)
+    return {
+        "must_not_run": len(must),
+        "should_not_run": sum(1 for c in not_run if c.get("level") == "SHOULD"),
+        "profile_given": profile_given,
+        "reasons": dict(reasons.most_common()),
+    }
+
+
+def partial_line(result: Mapping[str, Any]) -> str | None:
+    """`partial certificate: N MUST cases not run (why)`, when the run left MUST cases out."""
+    partial = result.get("certify", {}).get("partial")
+    if not isinstance(partial, Mapping):
+        return None
+    why = (
+        "no target profile given, so the target declares no capability: name one with "
+        "--target-profile (wsmode certify --profiles lists the bundled ones)"
+        if not partial.get("profile_given")
+        else "the target profile does not declare what they need"
+    )
+    return f"partial certificate: {partial.get('must_not_run')} MUST cases not run ({why})"
 
 
 def mask(message: str) -> str:
@@ -152,9 +184,9 @@ def render_markdown(result: Mapping[str, Any], *, strict: bool, causes: int = 30
         f"**{counts_line(cases)}**",
         "",
     ]
-    stopped = stopped_line(result)
-    if stopped:
-        lines += [f"> {stopped}", ""]
+    for note in (stopped_line(result), partial_line(result)):
+        if note:
+            lines += [f"> {note}", ""]
     found = root_causes(cases)
     if found:
         lines += ["## Findings by root cause", "", "| cases | rule | level | finding |"]

@@ -58,7 +58,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from harness.bundled import suites_dir
 from harness.errors import WsmodeError
+from harness.results.paths import portable_path
 
 EMBEDDED = "embedded"
 CAPABILITIES: Final = (
@@ -197,7 +199,7 @@ class TargetProfile:
     def describe(self) -> dict[str, Any]:
         """The declared configuration, as stored in report.json's `config`."""
         return {
-            "profile_source": self.source,
+            "profile_source": portable_path(self.source) if self.source[:1] != "<" else self.source,
             "model": self.model,
             "upstream": self.upstream,
             "capabilities": sorted(self.capabilities),
@@ -305,6 +307,35 @@ def load_target_profile(path: str | Path) -> TargetProfile:
     return parse_profile(data, str(p), base_dir=p.parent)
 
 
+def bundled_profiles() -> list[tuple[str, TargetProfile]]:
+    """The target profiles that ship with wsmode (suites/targets/), by file stem, in name order.
+    Files there that are not target profiles (the embedded server's cost profile) are left out.
+    """
+    found: list[tuple[str, TargetProfile]] = []
+    for path in sorted((suites_dir() / "targets").glob("*.toml")):
+        try:
+            found.append((path.stem, load_target_profile(path)))
+        except TargetProfileError:
+            continue
+    return found
+
+
+def resolve_profile(text: str) -> Path:
+    """`--target-profile`'s value as a file: a path, or a bundled profile named by its file
+    stem (`example-openai`) or its `name` (`openai`)."""
+    given = Path(text)
+    if given.is_file() or given.suffix == ".toml" or "/" in text:
+        return given
+    for stem, profile in bundled_profiles():
+        if text in (stem, profile.name):
+            return suites_dir() / "targets" / f"{stem}.toml"
+    names = ", ".join(sorted({p.name for _, p in bundled_profiles()}))
+    raise TargetProfileError(
+        f"--target-profile {text}: no such file, and no bundled profile of that name "
+        f"(bundled: {names}; `wsmode certify --profiles` describes them)"
+    )
+
+
 # -- target specs from the command line ---------------------------------------------------------
 _FAULT_NAME = re.compile(r"^[a-z0-9-]+$")
 
@@ -361,12 +392,14 @@ def plan_targets(
     api_keys: list[str],
     *,
     default_profile: TargetProfile,
+    fallback_api_key: str | None = None,
 ) -> list[PlannedTarget]:
     """Pair `--target`s with `--target-profile`s (and --http-target / --api-key overrides).
 
     No target: every profile is a target (its ws_url), or the default (embedded) profile.
     N targets with 0, 1 or N profiles: the default, the one, or the i-th profile for each.
     `--http-target` and `--api-key` given once apply to every target, N times pair in order.
+    A remote target left without a key gets `fallback_api_key` ($WSMODE_API_KEY).
     """
     if not targets:
         specs = [TargetSpec.parse(p.ws_url or EMBEDDED) for p in profiles] or [
@@ -395,6 +428,8 @@ def plan_targets(
             changes["api_key"] = keys[i]
         if not spec.embedded:
             changes["ws_url"] = spec.url
+            if fallback_api_key and not (keys[i] or profile.api_key):
+                changes["api_key"] = fallback_api_key
         profile = profile.with_changes(**changes) if changes else profile
         if spec.embedded:
             base = profile.name if profile.source != "<defaults>" else "reference"

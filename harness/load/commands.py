@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import secrets
 import sys
@@ -15,7 +14,6 @@ from harness.load.bench.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_PER_KIND,
     DEFAULT_TIME_SCALE,
-    DEFAULT_TRACES,
     BenchConfig,
     corpus_traces,
 )
@@ -34,10 +32,12 @@ from harness.load.liveness import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_
 from harness.load.modes import MODES, parse_mode
 from harness.load.replay import Endpoint
 from harness.load.target_identity import server_headers
+from harness.progress import Progress, phase
 from harness.results.identity import resolve_identity
 from harness.results.schema import utc_now_iso
 from harness.results.store import write_result
-from harness.usage import usage_error
+from harness.transport.target_check import CheckTarget, check_targets_now
+from harness.usage import API_KEY_ENV, client_api_key, usage_error
 
 LOAD = "wsmode load"
 
@@ -64,9 +64,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add_workload_arguments(parser.add_argument_group("workload"))
     _add_load_arguments(parser.add_argument_group("load pattern"))
     output = parser.add_argument_group("output")
-    output.add_argument("--out", default="results", help="results root (default results/)")
+    output.add_argument("--out", default="results", help="results root")
     output.add_argument("--label", default="bench", help="results file label")
-    output.add_argument("--no-html", dest="html", action="store_false")
+    output.add_argument(
+        "--no-html",
+        dest="html",
+        action="store_false",
+        help="write no HTML report beside the results JSON",
+    )
 
 
 def _add_target_arguments(target: argparse._ArgumentGroup) -> None:
@@ -75,12 +80,16 @@ def _add_target_arguments(target: argparse._ArgumentGroup) -> None:
     )
     target.add_argument("--http-target", help="HTTP base URL for the http modes (http://.../v1)")
     target.add_argument(
-        "--api-key", default=os.environ.get("WSMODE_API_KEY"), help="bearer key ($WSMODE_API_KEY)"
+        "--api-key",
+        default=None,
+        metavar="KEY",
+        help=f"bearer key sent to the target (default: ${API_KEY_ENV}, the first if several)",
     )
     target.add_argument(
         "--target-profile",
-        metavar="FILE.toml",
-        help="a target profile (suites/targets/*.toml): its URLs, key, model and name",
+        metavar="NAME|FILE",
+        help="a target profile, a bundled one's name (wsmode certify --profiles) or a TOML "
+        "file: its URLs, key, model and name",
     )
     target.add_argument(
         "--target-name",
@@ -94,12 +103,17 @@ def _add_target_arguments(target: argparse._ArgumentGroup) -> None:
         help="the implementation's version (default: what the server's headers offer)",
     )
     target.add_argument(
-        "--profile", default=DEFAULT_PROFILE, help="embedded server cost profile or TOML path"
+        "--profile",
+        default=DEFAULT_PROFILE,
+        help="the embedded server's cost profile: a bundled name (see wsmode serve --help) or "
+        "a TOML file",
     )
 
 
 def _add_workload_arguments(work: argparse._ArgumentGroup) -> None:
-    work.add_argument("--traces", help=f"trace file or directory (default {DEFAULT_TRACES})")
+    work.add_argument(
+        "--traces", help="trace file or directory (default: the bundled generated corpus)"
+    )
     work.add_argument(
         "--corpus",
         choices=CORPORA,
@@ -113,12 +127,12 @@ def _add_workload_arguments(work: argparse._ArgumentGroup) -> None:
         help=f"the N shortest rollouts of each agent kind (default {DEFAULT_PER_KIND}; 0 = all)",
     )
     work.add_argument("--rollout", action="append", default=[], help="replay this id (repeatable)")
-    work.add_argument("--max-turns", type=int, help="replay only the first N turns")
+    work.add_argument("--max-turns", type=int, help="replay only the first N turns of each")
     work.add_argument(
         "--time-scale",
         type=float,
         default=DEFAULT_TIME_SCALE,
-        help="fraction of recorded tool time to wait (e2e always counts it in full)",
+        help="fraction of the recorded tool time to wait (e2e always counts it in full)",
     )
     work.add_argument(
         "--modes",
@@ -148,7 +162,12 @@ def _add_workload_arguments(work: argparse._ArgumentGroup) -> None:
         default=None,
         help="send the recorded output as wsmode.script (default with the embedded server)",
     )
-    script.add_argument("--no-script", dest="send_script", action="store_false")
+    script.add_argument(
+        "--no-script",
+        dest="send_script",
+        action="store_false",
+        help="let the target generate its own output (default with --target)",
+    )
     work.add_argument(
         "--model",
         help="the model every request names (default: each rollout's, e.g. gpt-5-codex); "
@@ -164,9 +183,20 @@ def _add_load_arguments(load: argparse._ArgumentGroup) -> None:
         default=DEFAULT_CONCURRENCY,
         help=f"rollouts in flight (closed loop; open loop: at most; default {DEFAULT_CONCURRENCY})",
     )
-    load.add_argument("--schedule", choices=("closed", "open", "sweep"), default="closed")
+    load.add_argument(
+        "--schedule",
+        choices=("closed", "open", "sweep"),
+        default="closed",
+        help="closed: --concurrency rollouts in flight; open: Poisson arrivals at --rate; "
+        "sweep: the closed loop once per --sweep level",
+    )
     load.add_argument("--rate", type=float, default=1.0, help="open loop: rollouts per second")
-    load.add_argument("--sweep", default="1,2,4,8", help="sweep: concurrency levels")
+    load.add_argument(
+        "--sweep",
+        default="1,2,4,8",
+        metavar="N,N,...",
+        help="sweep: the concurrency levels, comma-separated integers",
+    )
     load.add_argument(
         "--duration-s",
         type=float,
@@ -212,22 +242,30 @@ def _traces(traces: str | None, corpus: str | None) -> str:
 
 
 def apply_target_profile(args: argparse.Namespace) -> str | None:
-    """Fill the target, key and model from `--target-profile` (flags given win); the profile's
-    name, or None without one. Raises ValueError for an unreadable profile."""
+    """Fill the target, key and model from `--target-profile` (flags given win), the key last
+    from $WSMODE_API_KEY; the profile's name, or None without one. Raises ValueError for an
+    unreadable profile."""
     if not args.target_profile:
+        args.api_key = client_api_key(args.api_key)
         return None
     # the conformance area owns the profile format; the CLI sits above both areas
-    from harness.conformance.target_profile import TargetProfileError, load_target_profile
+    from harness.conformance.target_profile import (
+        TargetProfileError,
+        load_target_profile,
+        resolve_profile,
+    )
 
     try:
-        profile = load_target_profile(args.target_profile)
+        profile = load_target_profile(resolve_profile(args.target_profile))
     except (TargetProfileError, OSError) as exc:
-        raise ValueError(f"--target-profile: {exc}") from None
+        raise ValueError(
+            str(exc) if "--target-profile" in str(exc) else f"--target-profile: {exc}"
+        ) from None
     if profile.embedded:
         raise ValueError("--target-profile: the profile names the embedded server: drop it")
     args.target = args.target or profile.ws_url or None
     args.http_target = args.http_target or profile.http_url or None
-    args.api_key = args.api_key or profile.api_key or None
+    args.api_key = client_api_key(args.api_key or profile.api_key or None)
     if getattr(args, "model", None) in (None, DEFAULT_MODEL):
         args.model = profile.model
     return profile.name
@@ -271,11 +309,26 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     )
 
 
+def check_profile(profile: str) -> str | None:
+    """Why the embedded server's cost profile cannot be used, or None (said before it starts)."""
+    from reference_server.cost_profiles import load_cost_profile
+    from reference_server.engine.cost_profile import CostProfileError
+
+    try:
+        load_cost_profile(profile)
+    except (CostProfileError, OSError) as exc:
+        return f"--profile: {exc}"
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
     except ValueError as exc:
         return usage_error(BENCH, str(exc))
+    problem = check_profile(config.profile) if config.embedded else None
+    if problem is not None:
+        return usage_error(BENCH, problem)
     if not config.html:
         return run_bench(config)
     # the report package sits above load (it reads results files): the CLI wires it in
@@ -293,7 +346,8 @@ def register_load(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
             "Send fixed-shape requests (input tokens, max_output_tokens) at a concurrency or a "
             "Poisson rate over WebSocket mode and/or HTTP/SSE; print req/s, tokens/s and "
             "TTFT/ITL/TPOT/e2e percentiles; write a load results file (gate, board). Without "
-            "--target it starts the embedded reference server. See harness/load/LOAD.md."
+            "--target it starts the embedded reference server. TTFT is measured to the first "
+            "content token, TTFE to the first output event of any kind."
         ),
     )
     target = parser.add_argument_group("target (default: the embedded reference server)")
@@ -395,7 +449,11 @@ def load_main(args: argparse.Namespace) -> int:
     run_seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     server = None
     if not args.target and not args.http_target:
-        server = EmbeddedServer(profile=args.profile).start()
+        problem = check_profile(args.profile)
+        if problem is not None:
+            return usage_error(LOAD, problem)
+        with phase(f"starting the embedded reference server (profile {args.profile})"):
+            server = EmbeddedServer(profile=args.profile).start()
         args.target, args.http_target = server.ws_url, server.http_url
     try:
         ws_url, http_url = derive_urls(args.target, args.http_target)
@@ -404,6 +462,15 @@ def load_main(args: argparse.Namespace) -> int:
             specs = load_specs(args, endpoint, run_seed)
         except ValueError as exc:
             return usage_error(LOAD, str(exc))
+        if server is None:  # a target that is not there: one line, no results file
+            unreachable = check_targets_now(
+                [
+                    CheckTarget(endpoint.for_mode(s.mode), s.mode, s.model, args.api_key)
+                    for s in specs
+                ]
+            )
+            if unreachable is not None:
+                return usage_error(LOAD, unreachable.line())
         target = resolve_identity(
             url=ws_url or http_url or "",
             name=args.name,
@@ -420,9 +487,15 @@ def load_main(args: argparse.Namespace) -> int:
             started_at=utc_now_iso(),
             run_seed=run_seed,
         )
-        shards: dict[str, ShardResult] = {
-            spec.mode: run_processes(spec, args.processes) for spec in specs
-        }
+        shards: dict[str, ShardResult] = {}
+        for spec in specs:
+            progress = Progress(
+                f"load {spec.mode}",
+                total=spec.requests,
+                unit="requests",
+                duration_s=spec.duration_s,
+            )
+            shards[spec.mode] = run_processes(spec, args.processes, progress)
     finally:
         if server is not None:
             server.stop()

@@ -21,7 +21,9 @@ prompts of an earlier mode (or run) in the target's prefix cache. A shared-prefi
 asked for explicitly: `prefix_share` is the fraction of each prompt's tokens taken from one
 prefix common to every request, mode and run (`prefix_seed`), the rest fresh.
 
-Stops at `requests` sent or after `duration_s` (requests then in flight finish and count).
+Stops at `requests` sent or after `duration_s` (requests then in flight finish and count), or
+when a liveness probe finds the target dead: after a request that timed out or whose connection
+was refused, reset or dropped (harness.load.liveness.TargetWatch).
 A request succeeds when it completes, or ends `incomplete` because it reached
 `max_output_tokens` (what the limit asks for); anything else is a failure, counted apart by
 reason. Measurement is the replay driver's (`fill_metrics`): TTFT to the first content token,
@@ -41,7 +43,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from harness.load.bench.result import record_turn
 from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S, TargetWatch
@@ -229,6 +231,7 @@ class ShardResult:
     cpu_s: float = 0.0  # user + system CPU of this process over the run
     samples: list[dict[str, Any]] = field(default_factory=list)
     stopped: str = ""  # why the run ended early: a probe found the target dead mid-run
+    tally: Any = field(default=None, repr=False, compare=False)  # live [ok, failed] (run_shard)
 
     def add(self, turn: TurnResult, keep_samples: int, *, open_loop: bool = False) -> None:
         """An ended request; open loop: its wait for a free slot goes into `queue_ms` (0 too)."""
@@ -244,6 +247,9 @@ class ShardResult:
             self.failed[_reason(turn.error)] += 1
         if len(self.samples) < keep_samples:
             self.samples.append(turn.to_sample())
+        if self.tally is not None:  # the live progress line reads these (fixed_load_run)
+            self.tally[0] = self.ok
+            self.tally[1] = sum(self.failed.values())
 
     def note_sent(self, sent_ns: int, start_ns: int) -> None:
         """A request reached the socket at `sent_ns` (perf_counter), `start_ns` the loop's
@@ -345,11 +351,10 @@ class _Conversation:
             exchange, turn.bytes_sent, turn.bytes_received = done
             self.last_sent_ns = exchange.sent_ns
         except (TransportError, OSError) as exc:  # refused, reset, no handshake
+            await self.ask_watch()  # a target that died refuses every request: one probe decides
             return _failed(turn, f"transport: {exc}", self)
-        if self.session.timed_out:  # silence or an endless stream: does the target still answer?
-            spec = self.spec
-            url = spec.endpoint.for_mode(spec.mode)
-            await self.watch.after_timeout(url, spec.mode, spec.model, spec.endpoint.api_key)
+        if exchange.transport_error is not None:  # silence, an endless stream, a dropped socket
+            await self.ask_watch()
         error = load_error(exchange)
         if error is not None:
             return _failed(turn, error, self)
@@ -359,6 +364,12 @@ class _Conversation:
         turn.ok = True
         self.previous_id = exchange.response_id
         return turn
+
+    async def ask_watch(self) -> None:
+        """Does the target still answer? (one probe at a time decides, for the whole shard)"""
+        spec = self.spec
+        url = spec.endpoint.for_mode(spec.mode)
+        await self.watch.after_failure(url, spec.mode, spec.model, spec.endpoint.api_key)
 
     async def close(self) -> None:
         if self.opened:
@@ -401,9 +412,17 @@ class _Budget:
         return True
 
 
-async def run_shard(spec: LoadSpec, shard: int = 0) -> ShardResult:
-    """Run this process's share of the load; never raises for the target's misbehaviour."""
-    out = ShardResult()
+class Tally(Protocol):
+    """Where a shard keeps its running counts for a live progress line: [ok, failed]."""
+
+    def __setitem__(self, index: int, value: int, /) -> None: ...
+
+
+async def run_shard(spec: LoadSpec, shard: int = 0, tally: Tally | None = None) -> ShardResult:
+    """Run this process's share of the load; never raises for the target's misbehaviour.
+
+    `tally` (a list, or a shared array across processes) gets the counts as requests end."""
+    out = ShardResult(tally=tally)
     rng = random.Random(spec.seed)
     # the probe after a timed-out request: at most the request timeout (a short one tests fast)
     budget = _Budget(spec, TargetWatch(probe_timeout_s=min(PROBE_TIMEOUT_S, spec.timeout_s)))
@@ -415,7 +434,8 @@ async def run_shard(spec: LoadSpec, shard: int = 0) -> ShardResult:
         await _open_loop(spec, shard, rng, budget, out)
     out.ended_ns = time.monotonic_ns()
     out.cpu_s = _cpu_s() - cpu0
-    out.stopped = budget.watch.dead_reason or ""
+    watch = budget.watch  # why the run ended early: classified like the pre-run check, if it can
+    out.stopped = (watch.problem.line() if watch.problem else watch.dead_reason) or ""
     return out
 
 

@@ -18,10 +18,12 @@ warnings) and `load.tokens` the token accounting (cached share, session cache-hi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing as mp
 import os
 import queue
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.synchronize import Event as EventType
 from typing import Any, TextIO
@@ -30,6 +32,8 @@ from harness.errors import WsmodeError
 from harness.load.bench.result import mode_entry
 from harness.load.fixed_load import LoadSpec, ShardResult, run_shard
 from harness.load.gc_policy import load_gc
+from harness.load.table import Column, legend, number, render
+from harness.progress import Progress, phase
 from harness.results.schema import finish_result, new_result
 from harness.results.work import UNEQUAL_WORK_RATIO, describe_tokens, token_summary, unequal_work
 from harness.results.workload import load_workload
@@ -49,36 +53,74 @@ def default_processes() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_processes(spec: LoadSpec, processes: int) -> ShardResult:
-    """Run `spec` split over `processes` client processes (1: in this process) and merge."""
+def run_processes(spec: LoadSpec, processes: int, progress: Progress | None = None) -> ShardResult:
+    """Run `spec` split over `processes` client processes (1: in this process) and merge.
+
+    With `progress`, its line follows the requests done (and failed) in every process: each
+    keeps its counts in its own slots of a shared array, read from a thread here."""
     if processes < 1:
         raise ValueError("processes must be >= 1")
     if processes == 1:
-        with load_gc():
-            return asyncio.run(run_shard(spec, 0))
+        tally = [0, 0]
+        with _following(progress, [tally]), load_gc():
+            return asyncio.run(run_shard(spec, 0, tally))
     shares = [(i, s) for i in range(processes) if (s := spec.share(i, processes)) is not None]
     ctx = mp.get_context("spawn")  # no inherited event loop, threads or sockets
     ready, results = ctx.Queue(), ctx.Queue()
     start = ctx.Event()
+    tallies = [ctx.Array("q", 2, lock=False) for _ in shares]
     children = [
-        ctx.Process(target=_child, args=(share, i, ready, start, results), daemon=True)
-        for i, share in shares
+        ctx.Process(target=_child, args=(share, i, ready, start, results, tally), daemon=True)
+        for (i, share), tally in zip(shares, tallies, strict=True)
     ]
     for child in children:
         child.start()
     try:
-        for _ in children:
-            ready.get(timeout=CHILD_START_TIMEOUT_S)
+        starting = (
+            contextlib.nullcontext()
+            if progress is None
+            else phase(f"starting {len(children)} client processes", progress.stream)
+        )
+        with starting:
+            for _ in children:
+                ready.get(timeout=CHILD_START_TIMEOUT_S)
         start.set()
         merged = ShardResult()
-        for _ in children:
-            merged.merge(ShardResult.from_json(_result_of(results, children)))
+        with _following(progress, tallies):
+            for _ in children:
+                merged.merge(ShardResult.from_json(_result_of(results, children)))
         return merged
     finally:
         for child in children:
             child.join(timeout=10)
             if child.is_alive():
                 child.terminate()
+
+
+@contextlib.contextmanager
+def _following(progress: Progress | None, tallies: Sequence[Sequence[int]]) -> Iterator[None]:
+    """Keep `progress` on the sum of the tallies ([ok, failed] each) while the body runs."""
+    if progress is None:
+        yield
+        return
+    stop = threading.Event()
+    progress.restart()
+
+    def follow() -> None:
+        while not stop.wait(min(progress.every_s, 0.5)):
+            ok, failed = sum(t[0] for t in tallies), sum(t[1] for t in tallies)
+            progress.update(ok + failed, failed=failed)
+
+    thread = threading.Thread(target=follow, name="load-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        ok, failed = sum(t[0] for t in tallies), sum(t[1] for t in tallies)
+        progress.update(ok + failed, failed=failed)
+        progress.close()
 
 
 def _result_of(results: Any, children: Sequence[Any]) -> Mapping[str, Any]:
@@ -94,11 +136,13 @@ def _result_of(results: Any, children: Sequence[Any]) -> Mapping[str, Any]:
                 raise LoadProcessError(f"a load process exited with status {status}") from None
 
 
-def _child(spec: LoadSpec, index: int, ready: Any, start: EventType, results: Any) -> None:
+def _child(
+    spec: LoadSpec, index: int, ready: Any, start: EventType, results: Any, tally: Any
+) -> None:
     ready.put(index)
     start.wait()
     with load_gc():
-        shard = asyncio.run(run_shard(spec, index))
+        shard = asyncio.run(run_shard(spec, index, tally))
     results.put(shard.to_json())
 
 
@@ -215,42 +259,86 @@ def build_load_result(
 
 
 def _ms(value: Any) -> str:
-    """A latency cell: small values keep three significant digits (0.004, not 0.00)."""
+    """A latency cell: small values keep three significant digits (0.004, not 0.00); large ones
+    have thousands separators (12,345)."""
     if not isinstance(value, int | float):
-        return "—"
+        return "-"
     if value >= 100:
-        return f"{value:.0f}"
+        return f"{value:,.0f}"
     if value >= 1:
         return f"{value:.2f}"
     return f"{value:.3g}"
 
 
+LOAD_COLUMNS = (
+    Column("mode", left=True),
+    Column("ok"),
+    Column("failed"),
+    Column("req/s"),
+    Column("out tok/s"),
+    Column("CPU ms/req"),
+)
+LATENCY_COLUMNS = (
+    Column("mode", left=True),
+    Column("TTFT p50"),
+    Column("p90"),
+    Column("p99"),
+    Column("TTFE p50"),
+    Column("ITL p50"),
+    Column("p99"),
+    Column("TPOT p50"),
+    Column("e2e p50"),
+    Column("p99"),
+    Column("queue p50"),
+)
+LOAD_LEGEND = (
+    "Latencies in ms. TTFT: request sent -> first content token; TTFE: -> first output event of "
+    "any kind (harness.protocol.timing_marks); ITL: gap between content events; TPOT: time per "
+    "output token after the first; e2e: request sent -> its terminal event; queue: open-loop "
+    "wait for a free slot; CPU ms/req: the client's CPU per request. Failures are not in the "
+    "latencies."
+)
+
+
 def format_load_table(result: Mapping[str, Any]) -> str:
-    """The console table: throughput and latency percentiles per mode (ms)."""
+    """The console tables: throughput per mode, then latency percentiles (ms), then failures."""
     load = result["load"]
-    head = (
-        f"{'mode':<13}{'ok':>7}{'failed':>7}{'req/s':>8}{'out tok/s':>10}{'TTFT p50':>9}"
-        f"{'p90':>7}{'p99':>7}{'TTFE p50':>9}{'ITL p50':>8}{'p99':>7}{'TPOT p50':>9}"
-        f"{'e2e p50':>8}{'p99':>7}{'queue p50':>10}{'CPU ms/req':>11}"
-    )
-    lines = [head]
+    throughput_rows, latency_rows, failures = [], [], []
     for mode, entry in load["throughput"].items():
         s = load["modes"][mode]["summary"]
 
         def p(metric: str, q: str, s: Mapping[str, Any] = s) -> str:
             return _ms(s.get(metric, {}).get(q))
 
-        cpu = entry["client_cpu_ms_per_request"]
-        lines.append(
-            f"{mode:<13}{entry['requests_ok']:>7}{entry['requests_failed']:>7}"
-            f"{entry['requests_per_s']:>8.1f}{entry['output_tokens_per_s']:>10.0f}"
-            f"{p('ttft_ms', 'p50'):>9}{p('ttft_ms', 'p90'):>7}{p('ttft_ms', 'p99'):>7}"
-            f"{p('ttfe_ms', 'p50'):>9}{p('itl_ms', 'p50'):>8}{p('itl_ms', 'p99'):>7}"
-            f"{p('tpot_ms', 'p50'):>9}{p('turn_e2e_ms', 'p50'):>8}{p('turn_e2e_ms', 'p99'):>7}"
-            f"{p('queue_ms', 'p50'):>10}{'—' if cpu is None else f'{cpu:.3f}':>11}"
+        throughput_rows.append(
+            [
+                mode,
+                number(entry["requests_ok"]),
+                number(entry["requests_failed"]),
+                number(float(entry["requests_per_s"])),
+                number(round(entry["output_tokens_per_s"])),
+                number(entry["client_cpu_ms_per_request"], 3),
+            ]
+        )
+        latency_rows.append(
+            [
+                mode,
+                *(p("ttft_ms", q) for q in ("p50", "p90", "p99")),
+                p("ttfe_ms", "p50"),
+                p("itl_ms", "p50"),
+                p("itl_ms", "p99"),
+                p("tpot_ms", "p50"),
+                p("turn_e2e_ms", "p50"),
+                p("turn_e2e_ms", "p99"),
+                p("queue_ms", "p50"),
+            ]
         )
         for reason, count in entry["failures"].items():
-            lines.append(f"  failed {count}x: {reason}")
+            failures += legend(f"{mode}: failed {count:,}x: {reason}", indent="  ")
+    lines = render(LOAD_COLUMNS, throughput_rows)
+    lines += ["", *render(LATENCY_COLUMNS, latency_rows)]
+    if failures:
+        lines += ["Failures:", *failures]
     return "\n".join(lines)
 
 
@@ -301,10 +389,6 @@ def different_shapes_note(result: Mapping[str, Any]) -> str | None:
 
 def print_load(out: TextIO, result: Mapping[str, Any]) -> None:
     out.write(format_load_table(result) + "\n")
-    for line in format_load_notes(result):
-        out.write(line + "\n")
-    out.write(
-        "TTFT: request sent → first content token; TTFE: → first output event of any kind "
-        "(harness.protocol.timing_marks); queue: open-loop wait for a free slot. Failures are not "
-        "in the latencies.\n"
-    )
+    for note in format_load_notes(result):
+        out.write("\n".join(legend(note)) + "\n")
+    out.write("\n".join(legend(LOAD_LEGEND)) + "\n")

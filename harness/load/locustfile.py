@@ -31,6 +31,7 @@ from harness.load.locust_glue import PAYLOAD_KEY, AsyncioBridge, Collector, buil
 from harness.load.modes import Mode
 from harness.load.replay import Endpoint, HttpClientPool, ReplayOptions, replay_rollout
 from harness.load.replay_results import RolloutResult, TurnResult
+from harness.results.paths import portable_path
 from harness.results.schema import utc_now_iso
 from harness.results.store import slug, write_result
 from harness.traces.format import Rollout, load_traces
@@ -148,7 +149,7 @@ def _write_results(environment: Any, **_: Any) -> None:
         config={
             "driver": "locust",
             "host": host,
-            "traces": options.wsmode_traces,
+            "traces": portable_path(options.wsmode_traces),
             "script": options.wsmode_script,
             "max_turns": options.wsmode_max_turns or None,
             "model": options.wsmode_model or None,

@@ -397,6 +397,7 @@ class Session:
         self.ws: WsClient | None = None
         self.sse: SseClient | None = None
         self.timed_out = False  # the last exchange ran out of time (a liveness probe decides)
+        self.broken = False  # ... or its connection failed (refused, reset, closed)
 
     async def open(self) -> None:
         url = self.endpoint.for_mode(self.options.mode)
@@ -425,6 +426,7 @@ class Session:
                 self.ws, body, timeout_s=timeout, event_timeout_s=self.options.event_timeout_s
             )
             self.timed_out = isinstance(ex.transport_error, TargetTimeout)
+            self.broken = ex.transport_error is not None
             return ex, ex.bytes_sent, ex.bytes_received
         assert self.sse is not None
         sent0, received0 = self.sse.bytes_sent, self.sse.bytes_received
@@ -435,6 +437,7 @@ class Session:
             ex = Exchange(dict(body), time.perf_counter_ns())
             ex.transport_error = TargetTimeout(f"no terminal event within {timeout} s")
         self.timed_out = isinstance(ex.transport_error, TargetTimeout)
+        self.broken = ex.transport_error is not None
         return ex, self.sse.bytes_sent - sent0, self.sse.bytes_received - received0
 
     async def inject_exchange(
@@ -513,8 +516,8 @@ async def replay_rollout(
             await session.open()
             result.connect_ms = (time.perf_counter_ns() - connect_start) / 1e6
         except (TransportError, ValueError, OSError) as exc:
-            if watch is not None and isinstance(exc, TargetTimeout):
-                await _probe(watch, endpoint, options, rollout)
+            if watch is not None and isinstance(exc, TransportError | OSError):
+                await _probe(watch, endpoint, options, rollout)  # refused, reset, no handshake
             return _failed_at_start(result, rollout, mode_name, f"connect: {exc}", on_turn)
         for turn in turns:
             if watch is not None and watch.dead_reason is not None:
@@ -541,7 +544,7 @@ async def replay_rollout(
             if not turn_result.ok:
                 result.ok = False
                 result.error = f"turn {turn.index}: {turn_result.error}"
-                if watch is not None and session.timed_out:
+                if watch is not None and (session.timed_out or session.broken):
                     await _probe(watch, endpoint, options, rollout)
                 break
     finally:
@@ -554,7 +557,7 @@ async def _probe(
     watch: TargetWatch, endpoint: Endpoint, options: ReplayOptions, rollout: Rollout
 ) -> None:
     url = endpoint.for_mode(options.mode)
-    await watch.after_timeout(url, options.mode, options.model or rollout.model, endpoint.api_key)
+    await watch.after_failure(url, options.mode, options.model or rollout.model, endpoint.api_key)
 
 
 def _failed_at_start(

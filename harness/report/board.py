@@ -74,8 +74,12 @@ def _speedup(row: Row) -> str:
 
 def _certificate_marks(run: Run) -> str:
     """Marks a certificate carries beside its counts (the place for a partial run's mark)."""
-    stopped = run.result["certify"].get("stopped")
-    return " (stopped early)" if stopped else ""
+    certify = run.result["certify"]
+    marks = " (stopped early)" if certify.get("stopped") else ""
+    partial = certify.get("partial")  # MUST cases not run: certify's summary.partial_of
+    if isinstance(partial, dict):
+        marks += f" · partial: {partial['must_not_run']} MUST not run"
+    return marks
 
 
 def _conformance(row: Row) -> str:

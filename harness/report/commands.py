@@ -24,7 +24,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "gate",
         help="compare a results file against a baseline; exit 1 on regression",
         description=gate.__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_gate_arguments(p)
     p.set_defaults(handler=gate_main)
@@ -33,7 +32,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "board",
         help="render a static latency leaderboard (index.html + leaderboard.md)",
         description=board.__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_board_arguments(p)
     p.set_defaults(handler=board_main)
@@ -44,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     lp.add_argument("--root", default="results", help="results directory (default: results)")
     lp.set_defaults(handler=results_list)
     sp = sub.add_parser("show", help="summarize one results file")
-    sp.add_argument("file", metavar="FILE")
+    sp.add_argument("file", metavar="FILE", help="a results file (.json)")
     sp.add_argument("--json", action="store_true", help="print the validated JSON instead")
     sp.set_defaults(handler=results_show)
     results.set_defaults(group=results)  # `wsmode results` alone: harness.cli shows its help
@@ -55,7 +53,10 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", required=True, metavar="FILE", help="baseline results file")
     parser.add_argument("--current", required=True, metavar="FILE", help="current results file")
     parser.add_argument(
-        "--thresholds", metavar="FILE.toml", help="per-metric/percentile limits (see README)"
+        "--thresholds",
+        metavar="FILE.toml",
+        help="limits in %% per percentile, a TOML file: [thresholds] p50 = 10, p90 = 20; "
+        "[metric.ttft_ms] p50 = 5 (default: +10 %% at p50, +20 %% at p90)",
     )
     parser.add_argument(
         "--markdown",
@@ -116,7 +117,7 @@ def add_board_arguments(parser: argparse.ArgumentParser) -> None:
         "results", nargs="+", metavar="RESULTS", help="results files or directories of them"
     )
     parser.add_argument("--out", default="board", metavar="DIR", help="output directory")
-    parser.add_argument("--title", default="wsmode latency leaderboard")
+    parser.add_argument("--title", default="wsmode latency leaderboard", help="the page's title")
 
 
 def board_main(
@@ -144,13 +145,23 @@ def results_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if not infos:
         out.write(f"no results under {args.root}\n")
         return 0
+    rows = [i for i in infos if not i.error]
+    if rows:
+        target = max(len("target"), *(len(i.target) for i in rows))
+        outcome = max(len("outcome"), *(len(i.outcome) for i in rows))
+        label = max(len("label"), *(len(i.label) for i in rows))
+        out.write(
+            f"{'started':<19}  {'run':<7}  {'target':<{target}}  {'outcome':<{outcome}}  "
+            f"{'label':<{label}}  file\n"
+        )
     for info in infos:
         if info.error:
             out.write(f"INVALID  {info.path}: {info.error}\n")
         else:
+            started = info.started_at[:19].replace("T", " ")
             out.write(
-                f"{info.started_at:<25} {info.kind:<8} {info.target:<24} {info.label:<20} "
-                f"{info.path}\n"
+                f"{started:<19}  {info.run:<7}  {info.target:<{target}}  "
+                f"{info.outcome:<{outcome}}  {info.label:<{label}}  {info.path}\n"
             )
     return 1 if any(i.error for i in infos) else 0
 

@@ -391,9 +391,9 @@ def run_gate(
     )
     for field in ("profile",):
         if baseline.get(field) != current.get(field):
-            report.notes.append(
-                f"{field} differs: baseline {baseline.get(field)!r}, current {current.get(field)!r}"
-            )
+            # results written before paths were made portable may hold absolute ones
+            old, new = (_shown(r.get(field)) for r in (baseline, current))
+            report.notes.append(f"{field} differs: baseline {old!r}, current {new!r}")
     if baseline["target"]["name"] != current["target"]["name"]:
         report.notes.append(
             f"targets differ: {baseline['target']['name']!r} vs {current['target']['name']!r}"
@@ -422,6 +422,13 @@ def check_comparable(baseline: Mapping[str, Any], current: Mapping[str, Any]) ->
                 f"cannot compare two {kinds[0]} results of different workloads: "
                 + "; ".join(differences)
             )
+
+
+def _shown(value: Any) -> Any:
+    """A value as a note shows it: an absolute path by its file name only."""
+    if isinstance(value, str) and value.startswith("/"):
+        return Path(value).name
+    return value
 
 
 def _describe(result: Mapping[str, Any]) -> str:

@@ -7,6 +7,7 @@ import datetime as dt
 import os
 import re
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,31 @@ class ResultInfo:
     label: str = ""
     started_at: str = ""
     error: str | None = None
+    run: str = ""  # what made it: certify, bench, load (a bench file of `wsmode load`)
+    outcome: str = ""  # PASS / FAIL with the MUST count, or ok / failures of a measuring run
+
+
+def run_kind(result: Mapping[str, Any]) -> str:
+    """The command that wrote a results file: certify, bench or load."""
+    command = result.get("config", {}).get("command")
+    return str(command) if command else str(result["kind"])
+
+
+def outcome_of(result: Mapping[str, Any]) -> str:
+    """In a few words, how the run went: `PASS MUST 67/67`, `FAIL MUST 60/67 (partial)`,
+    `ok` or `3 failed` (rollouts of a bench, requests of a load)."""
+    if result["kind"] == "certify":
+        certify = result["certify"]
+        cases = certify["cases"]
+        must = [c for c in cases if c["level"] == "MUST" and c["verdict"] != "UNIMPLEMENTED"]
+        passed = sum(1 for c in must if c["verdict"] == "PASS")
+        failed = any(c["verdict"] in ("FAIL", "ERROR") for c in must)
+        partial = " (partial)" if certify.get("partial") else ""
+        return f"{'FAIL' if failed else 'PASS'} MUST {passed}/{len(must)}{partial}"
+    section = result.get(result["kind"]) or result.get("bench") or {}
+    modes = section.get("modes", {}) if isinstance(section, Mapping) else {}
+    failures = sum(int(entry.get("failures", 0)) for entry in modes.values())
+    return "ok" if not failures else f"{failures:,} failed"
 
 
 def list_results(root: str | Path) -> list[ResultInfo]:
@@ -127,6 +153,8 @@ def list_results(root: str | Path) -> list[ResultInfo]:
                 target=result["target"]["name"],
                 label=result["label"],
                 started_at=result["started_at"],
+                run=run_kind(result),
+                outcome=outcome_of(result),
             )
         )
     infos.sort(key=_sort_key)

@@ -63,8 +63,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "generate",
         help="generate rollouts with the seeded generator",
         description=(
-            "Without --count: write the corpus layout (corpus/*.jsonl and smoke.jsonl, as "
-            "committed under traces/) into the directory --out. With --count: generate COUNT "
+            "Without --count: write the bundled corpus's layout (corpus/*.jsonl and smoke.jsonl) "
+            "into the directory --out. With --count: generate COUNT "
             "rollouts, cycling through --kind, into one trace file."
         ),
     )
@@ -96,7 +96,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     gen.set_defaults(handler=_generate)
     val = sub.add_parser("validate", help="load trace files strictly; print a summary")
-    val.add_argument("paths", nargs="+")
+    val.add_argument("paths", nargs="+", metavar="PATH", help="trace files or directories")
     val.set_defaults(handler=_validate)
     _register_convert(sub)
     traces.set_defaults(group=traces)  # `wsmode traces` alone: harness.cli shows its help
@@ -112,12 +112,20 @@ def _register_convert(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
             "with the file, line or JSON path and the field."
         ),
     )
-    conv.add_argument("--from", dest="source", choices=CONVERT_SOURCES, required=True)
+    conv.add_argument(
+        "--from",
+        dest="source",
+        choices=CONVERT_SOURCES,
+        required=True,
+        help="the format of the recorded sessions",
+    )
     conv.add_argument(
         "inputs", nargs="+", help="files, or directories (searched for the source's files)"
     )
-    conv.add_argument("--out", required=True)
-    conv.add_argument("--agent-kind", default="unknown")
+    conv.add_argument("--out", required=True, help="trace file to write (.jsonl or .jsonl.gz)")
+    conv.add_argument(
+        "--agent-kind", default="unknown", help="the agent kind the rollouts are labelled with"
+    )
     conv.add_argument(
         "--min-turns",
         type=int,
@@ -139,9 +147,13 @@ def _record(args: argparse.Namespace) -> int:
     from websockets.exceptions import ConnectionClosed
 
     from harness.traces.recorder import RECORD, record
+    from harness.transport.target_check import check_reachable_now
 
     if not 0 <= args.listen <= 65535:
         return usage_error(RECORD, f"--listen must be a port in 0-65535, got {args.listen}")
+    problem = check_reachable_now(args.upstream)  # an upstream not there: one line, no file
+    if problem is not None:
+        return usage_error(RECORD, problem.line())
     try:
         return asyncio.run(
             record(

@@ -93,11 +93,13 @@ async def probe_outcome(
     budget_s: float | None = None,
     check_errors: bool = False,
     open_ws: OpenWs = WsClient.connect,
+    first_event: bool = False,
 ) -> ProbeOutcome:
-    """`probe`, with what it saw (see `ProbeOutcome`)."""
+    """`probe`, with what it saw (see `ProbeOutcome`). With `first_event` the plain create
+    counts as answered by its first event (the pre-run check: is anyone there?)."""
     budget = event_timeout_s if budget_s is None else budget_s
     deadline = asyncio.get_running_loop().time() + budget
-    one = _Probe(model, api_key, event_timeout_s, deadline)
+    one = _Probe(model, api_key, event_timeout_s, deadline, first_event)
     try:
         if mode == "ws":
             failure = await one.over_ws(url, open_ws, check_errors)
@@ -129,6 +131,7 @@ class _Probe:
     api_key: str | None
     event_timeout_s: float
     deadline: float  # event loop time
+    first_event: bool = False  # any event answers the plain create
     seen: _Seen = field(default_factory=_Seen)
 
     def body(self, *, invalid: bool) -> dict[str, Any]:
@@ -180,9 +183,9 @@ class _Probe:
                 timed = await client.recv(self.event_timeout_s)
             except TargetTimeout:
                 return False
-            if timed.type in answers:
-                if timed.type == "error" and self.seen.stage == "answer":
-                    self.seen.answer_error = ApiError.from_event(timed.event)
+            if timed.type == "error" and self.seen.stage == "answer":
+                self.seen.answer_error = ApiError.from_event(timed.event)
+            if timed.type in answers or (self.first_event and self.seen.stage == "answer"):
                 return True
             if timed.type in TERMINAL_TYPES:
                 return False
@@ -197,6 +200,8 @@ class _Probe:
                 seen.stage = "answer"
                 plain = await self._post(sse, invalid=False)
                 seen.answer_error = plain.request_error
+                if self.first_event and (plain.events or plain.request_error is not None):
+                    return None
                 if plain.transport_error is not None:
                     return self._http_failure(plain)
                 if plain.request_error is None and plain.final_response is None:

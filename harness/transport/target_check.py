@@ -8,7 +8,8 @@ URL), the errno or HTTP status (with the server's JSON error message when it sen
 to try. The commands print it as `<prog>: <line>` and exit 2 without writing a results file.
 
 The same classification serves a target that dies mid-run (`describe_failure` of the transport
-error a request met): the run ends with the same kind of line instead of thousands of failures.
+error a liveness probe met, harness.load.liveness): the run ends with the same kind of line
+instead of thousands of failures.
 
     cannot connect to ws://127.0.0.1:9/v1/responses: errno 111, connection refused; is a server
         listening there? (`wsmode serve` prints the URL it listens on)
@@ -25,13 +26,19 @@ import socket
 import ssl
 import urllib.parse
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from harness.protocol.errors import ApiError
-from harness.transport.events import HttpStatusError, TargetClosed, TargetTimeout
+from harness.transport.events import (
+    HttpStatusError,
+    TargetClosed,
+    TargetTimeout,
+    TransportError,
+)
 from harness.transport.exchange import error_from_http
 from harness.transport.liveness import ProbeOutcome, probe_outcome
+from harness.transport.ws import WsClient
 
 CHECK_BUDGET_S: Final = 10.0  # the whole check: connection, upgrade and the answer's events
 CHECK_MODEL: Final = "gpt-5-codex"  # what the check's create names when the run names none
@@ -59,12 +66,6 @@ class TargetProblem:
         detail = f": {self.detail}" if self.detail else ""
         hint = f"; {self.hint}" if self.hint else ""
         return " ".join(f"{self.what} {self.where}{detail}{hint}".split())
-
-    def mid_run(self, done: str) -> TargetProblem:
-        """The same problem met after the run had started (`done`: what it had done by then)."""
-        return TargetProblem(
-            self.kind, f"mid-run ({done}), {self.what}", self.where, self.detail, self.hint
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +125,7 @@ async def check_target(
         mode=target.mode,
         event_timeout_s=budget_s,
         budget_s=budget_s,
+        first_event=True,
     )
     return problem_of(outcome, target, budget_s, any_error_refuses=any_error_refuses)
 
@@ -131,20 +133,28 @@ async def check_target(
 def problem_of(
     outcome: ProbeOutcome, target: CheckTarget, budget_s: float, *, any_error_refuses: bool
 ) -> TargetProblem | None:
-    """The `TargetProblem` a probe's outcome shows, if any."""
+    """The `TargetProblem` a probe's outcome shows, if any.
+
+    Failing to connect or upgrade, and silence, are always problems. What a target does once
+    it answers (an error event, garbage, a close) is one only with `any_error_refuses`, or for
+    an error that would refuse every request alike."""
     url, mode = target.url, target.mode
     answer = outcome.answer_error
     if answer is not None and (any_error_refuses or answer.status in _ACCESS_STATUSES):
         return _error_answer(answer, url, mode, upgrade=False)  # an answer: past any upgrade
     if outcome.failure is None:
         return None
-    if outcome.error is not None:
-        return describe_failure(outcome.error, url, mode)
+    error = outcome.error
+    if error is not None and not isinstance(error, TargetTimeout):
+        # over HTTP no event came back (with one the check passed): nothing answered
+        if outcome.stage == "connect" or mode != "ws" or any_error_refuses:
+            return describe_failure(error, url, mode)
+        return None  # a WebSocket that answered with garbage or a close: the cases judge it
     return TargetProblem(
         "no-answer",
         "no answer from",
         url,
-        f"a plain create got no complete answer within {budget_s:g} s",
+        f"a plain create got no event within {budget_s:g} s",
         "is it a Responses API endpoint? (a slow server: raise the timeout)",
     )
 
@@ -273,6 +283,35 @@ def _first_line(text: str) -> str:
     return line if len(line) <= 200 else line[:197] + "..."
 
 
+async def check_reachable(
+    upstream: str, *, budget_s: float = CHECK_BUDGET_S
+) -> TargetProblem | None:
+    """Is a Responses API server there at all? For a proxy (`wsmode record`) that has no key or
+    model of its own: the WebSocket upgrade to the upstream's /v1/responses, where any HTTP
+    answer (the upgrade, a 401, a 404) says a server is there; not connecting, or silence, is
+    a problem. `upstream` is an origin: http(s):// or ws(s)://host:port."""
+    parts = urllib.parse.urlsplit(upstream)
+    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme)
+    if scheme is None or not parts.hostname:
+        return TargetProblem(
+            "scheme",
+            "not an upstream URL:",
+            upstream,
+            "",
+            "give the server's origin, e.g. http://127.0.0.1:8000",
+        )
+    url = f"{scheme}://{parts.netloc}/v1/responses"
+    try:
+        client = await WsClient.connect(url, timeout_s=budget_s)
+    except HttpStatusError:
+        return None  # an HTTP answer: a server is there (it wants a key, or another path)
+    except TransportError as exc:
+        problem = describe_failure(exc, url)
+        return replace(problem, where=upstream)
+    await client.close()
+    return None
+
+
 async def check_targets(
     targets: Sequence[CheckTarget], *, budget_s: float = CHECK_BUDGET_S, any_error_refuses: bool
 ) -> TargetProblem | None:
@@ -299,3 +338,8 @@ def check_targets_now(
     return asyncio.run(
         check_targets(targets, budget_s=budget_s, any_error_refuses=any_error_refuses)
     )
+
+
+def check_reachable_now(upstream: str, *, budget_s: float = CHECK_BUDGET_S) -> TargetProblem | None:
+    """`check_reachable` from synchronous code."""
+    return asyncio.run(check_reachable(upstream, budget_s=budget_s))

@@ -39,6 +39,7 @@ MODES = (
     "binary",
     "usage-in-created",
     "no-answer",  # a black hole: accepts the upgrade, never answers
+    "goes-silent",  # answers the first create it gets (the pre-run check's), then a black hole
     "gateway",  # behaves like the gateways certified in issue 11 (see `gateway_events`)
     "swallow-errors",  # answers good creates, stays silent where an error event is due
     "slow",  # conformant, but each event takes SLOW_EVENT_S
@@ -156,7 +157,7 @@ class CannedServer:
                 events = gateway_events(events, frame)
             if self.mode == "usage-in-created":
                 events[0]["response"] = {**events[0]["response"], "usage": {"total_tokens": 0}}
-            if self.mode == "no-answer":
+            if self.mode == "no-answer" or (self.mode == "goes-silent" and self.counter > 1):
                 continue
             for index, event in enumerate(events):
                 if self.mode == "slow":

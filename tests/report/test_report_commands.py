@@ -33,10 +33,11 @@ def test_results_list_and_show(synth: Any, tmp_path: Path, capsys: Any) -> None:
     bench_path = write_result(root, synth.bench(rollouts=3, turns=2, label="nightly"))
     cert_path = write_result(root, synth.certify(synth.cases))
     assert cli_main(["results", "list", "--root", str(root)]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[1:4] for line in lines] == [
-        ["certify", "reference", "certify"],
-        ["bench", "reference", "nightly"],
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.split() == ["started", "run", "target", "outcome", "label", "file"]
+    assert [line.split()[2:-1] for line in lines] == [
+        ["certify", "reference", "PASS", "MUST", "3/3", "certify"],  # the run and its outcome
+        ["bench", "reference", "ok", "nightly"],
     ]
 
     assert cli_main(["results", "show", str(bench_path)]) == 0

@@ -23,6 +23,7 @@ from harness.load.bench.embedded_server import DEFAULT_PROFILE
 from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S
 from harness.load.modes import MODES, Mode
 from harness.load.schedule import families, family_members
+from harness.results.paths import portable_path
 from harness.traces.format import Rollout
 
 
@@ -120,7 +121,7 @@ class BenchConfig:
             "http_target": self.http_target,
             "embedded": self.embedded,
             "profile": self.profile if self.embedded else None,
-            "traces": self.traces,
+            "traces": portable_path(self.traces),
             "per_kind": self.per_kind,
             "rollout_ids": list(self.rollout_ids),
             "max_turns": self.max_turns,
@@ -221,7 +222,7 @@ def describe_subset(replayed: Sequence[Rollout], corpus_size: int, config: Bench
         else ""
     )
     return (
-        f"{len(replayed)} of {corpus_size} rollouts from {config.traces}{shortest}, "
+        f"{len(replayed)} of {corpus_size} rollouts from {portable_path(config.traces)}{shortest}, "
         f"{turns} turns, {min(calls)}-{max(calls)} tool calls each"
     )
 

@@ -71,12 +71,19 @@ class EmbeddedServer:
         ]
 
     def start(self) -> EmbeddedServer:
+        """Launch the child and wait until it listens (`launch` then `wait_listening`)."""
+        return self.launch().wait_listening()
+
+    def launch(self) -> EmbeddedServer:
+        """Start the child process without waiting for it: several servers start side by side
+        (each spends seconds importing), then `wait_listening` on each."""
         if self.data_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="wsmode-bench-")
             self.data_dir = Path(self._tmp.name)
         self._log = tempfile.TemporaryFile("w+", prefix="wsmode-serve-")  # noqa: SIM115
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        env.pop("WSMODE_API_KEYS", None)  # only the keys given here
+        for name in ("WSMODE_API_KEY", "WSMODE_API_KEYS"):  # only the keys given here
+            env.pop(name, None)
         self.process = subprocess.Popen(
             self.command(self.data_dir),
             stdout=subprocess.PIPE,
@@ -84,6 +91,10 @@ class EmbeddedServer:
             text=True,
             env=env,
         )
+        return self
+
+    def wait_listening(self) -> EmbeddedServer:
+        """Wait for the listening line (the URLs set); EmbeddedServerError if none comes."""
         line = self._await_listening()
         if self.ws_url:
             return self

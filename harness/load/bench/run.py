@@ -15,8 +15,8 @@ import asyncio
 import contextlib
 import functools
 import sys
+import textwrap
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,7 +33,6 @@ from harness.load.bench.config import (
     select_rollouts,
 )
 from harness.load.bench.console import (
-    Progress,
     format_analysis,
     format_failures,
     format_table,
@@ -45,6 +44,7 @@ from harness.load.bench.variants import (
     MAIN_SERVER,
     NOCACHE_VARIANT,
     Variant,
+    ablated_servers,
     build_variants,
     embedded_servers,
 )
@@ -62,10 +62,12 @@ from harness.load.schedule import (
     run_with_spawns,
 )
 from harness.load.target_identity import server_headers
+from harness.progress import MAX_COLUMNS, Progress, phase
 from harness.results.identity import resolve_identity
 from harness.results.schema import utc_now_iso
 from harness.results.store import write_result
 from harness.traces.format import Rollout, load_traces
+from harness.transport.target_check import CheckTarget, check_targets_now
 from harness.usage import usage_error
 
 BENCH = "wsmode bench"  # the command its usage errors name
@@ -156,6 +158,7 @@ class FamilyReplayer:
     def __init__(self, pool: HttpClientPool, watches: dict[str, TargetWatch]) -> None:
         self.pool = pool
         self.watches = watches
+        self.turn_seen: Callable[[TurnResult], None] | None = None  # live progress
 
     async def __call__(self, job: Replay, intended_ns: int | None) -> list[RolloutResult]:
         """The job's result, then its sub-agents' (depth first)."""
@@ -189,6 +192,8 @@ class FamilyReplayer:
 
         def on_turn(turn: TurnResult) -> None:
             job.turns.append(turn)
+            if self.turn_seen is not None:
+                self.turn_seen(turn)
             if turn.ok:
                 turn_ended(turn.turn_index)
 
@@ -281,17 +286,16 @@ async def _schedule_jobs(
     variant_count = len({v.name for _, v in pairs})
     max_jobs = config.max_rollouts * variant_count if config.max_rollouts is not None else None
 
-    def on_done(jobs: Sequence[Replay]) -> Callable[[JobResults], None] | None:
+    async def run_jobs(at: JobSchedule, jobs: list[Replay], label: str) -> list[JobResults]:
         if progress is None:
-            return None
-        totals = Counter(m.variant.name for j in jobs[:max_jobs] for m in j.family())
-        show = Progress(totals, progress)
-
-        def each(results: JobResults) -> None:
-            for result in results:
-                show(result)
-
-        return each
+            return await at.run(jobs, runner, None)
+        live = _TurnProgress(jobs[:max_jobs], progress, label, config)
+        runner.turn_seen = live.turn_seen
+        try:
+            return await at.run(jobs, runner, live.job_done)
+        finally:
+            runner.turn_seen = None
+            live.show.close()
 
     def cut(job: Replay) -> JobResults:
         return [m.finished or cut_result(m, config.duration_s) for m in job.family()]
@@ -315,10 +319,48 @@ async def _schedule_jobs(
                 if progress is not None:
                     progress.write(f"warning: {shortfall}\n")
             at_level = replace(schedule, concurrency=level)
-            results += await at_level.run(jobs, runner, on_done(jobs))
+            results += await run_jobs(at_level, jobs, f"bench, concurrency {level}")
         return results
     jobs = [make_replay(r, v, spawns) for r, v in pairs]
-    return await schedule.run(jobs, runner, on_done(jobs))
+    return await run_jobs(schedule, jobs, "bench")
+
+
+class _TurnProgress:
+    """Turns done of all turns to replay, failed rollouts, the ETA: one live line
+    (harness.progress). A rollout that ends early (failed, cut) counts its turns not run as
+    done, so the count reaches the total when the last replay ends."""
+
+    def __init__(
+        self, jobs: Sequence[Replay], stream: TextIO, label: str, config: BenchConfig
+    ) -> None:
+        self.members = {id(m): m for job in jobs for m in job.family()}
+        self.max_turns = config.max_turns
+        total = sum(self.planned(m) for m in self.members.values())
+        self.show = Progress(
+            label, total=total, unit="turns", duration_s=config.duration_s, stream=stream
+        )
+        self.turns = self.skipped = self.rollouts = self.failed = 0
+
+    def planned(self, replay: Replay) -> int:
+        turns = len(replay.rollout.turns)
+        return min(turns, self.max_turns) if self.max_turns else turns
+
+    def detail(self) -> str:
+        return f"{self.rollouts:,}/{len(self.members):,} rollouts"
+
+    def turn_seen(self, turn: TurnResult) -> None:
+        self.turns += 1
+        self.show.update(self.turns + self.skipped, detail=self.detail())
+
+    def job_done(self, results: JobResults) -> None:
+        by_result = {id(m.finished): m for m in self.members.values() if m.finished}
+        for result in results:
+            self.rollouts += 1
+            self.failed += 0 if result.ok else 1
+            replay = by_result.get(id(result))
+            if replay is not None:
+                self.skipped += max(0, self.planned(replay) - len(result.turns))
+        self.show.update(self.turns + self.skipped, failed=self.failed, detail=self.detail())
 
 
 def sweep_shortfall(level: int, jobs: int) -> str | None:
@@ -372,14 +414,18 @@ async def _warm_up_and_replay(run: BenchRun, err: TextIO) -> None:
     watches: dict[str, TargetWatch] = {}
     try:
         if run.rollouts:
-            await warm_up(run.variants, run.rollouts[0], pool, watches)
+            with phase(f"warming up ({len(run.variants)} variants, one unrecorded turn each)", err):
+                await warm_up(run.variants, run.rollouts[0], pool, watches)
         run.results = await run_variants(run, progress=err, http_pool=pool, watches=watches)
     finally:
         await pool.aclose()
     for url, watch in watches.items():  # one line for a target that stopped mid-run
-        if watch.dead_reason is not None:
-            err.write(f"{BENCH}: the run ended early at {url}: {watch.dead_reason}\n")
-            run.notes.append(f"the run ended early at {url}: {watch.dead_reason}")
+        if watch.dead_reason is not None:  # classified like the pre-run check, if it can be
+            why = (
+                f", {watch.problem.line()}" if watch.problem else f" at {url}: {watch.dead_reason}"
+            )
+            err.write(f"{BENCH}: the run ended early{why}\n")
+            run.notes.append(f"the run ended early{why}")
 
 
 # -- the whole run ---------------------------------------------------------------------------
@@ -407,10 +453,10 @@ class RunWords:
             if config.with_nocache
             else ""
         )
-        return (
+        return _wrapped(
             f"wsmode bench: {self.subset}; modes {', '.join(config.modes)}{extra}; "
             f"{self.schedule}; {self.tool_time}; end-to-end figures count tool time at its "
-            "recorded value\n"
+            "recorded value"
         )
 
     def notes(self, config: BenchConfig) -> list[str]:
@@ -423,6 +469,11 @@ class RunWords:
         if config.embedded:
             notes.append("each variant replays as its own tenant (separate prefix cache)")
         return notes
+
+
+def _wrapped(text: str) -> str:
+    """A long line as lines within the console's width, the later ones indented."""
+    return "\n".join(textwrap.wrap(text, width=MAX_COLUMNS, subsequent_indent="  ")) + "\n"
 
 
 def run_bench(
@@ -448,6 +499,10 @@ def run_bench(
         )
     if not rollouts:
         return usage_error(BENCH, "no rollouts selected", err=err)
+    if not config.embedded:  # a target that is not there: one line, no results file
+        problem = check_targets_now(check_targets_of(config, rollouts[0].model))
+        if problem is not None:
+            return usage_error(BENCH, problem.line(), err=err)
     words = RunWords.of(config, replayed_rollouts(rollouts, config), len(corpus))
     err.write(words.header(config))
     try:
@@ -464,6 +519,17 @@ def run_bench(
     return 1 if run.real_failures() else 0
 
 
+def check_targets_of(config: BenchConfig, rollout_model: str) -> list[CheckTarget]:
+    """The URLs a run against a foreign target uses, one per transport its modes need."""
+    model = config.model or rollout_model
+    targets = []
+    for mode in config.modes:
+        url = config.target if mode == "ws" else config.http_target
+        if url:
+            targets.append(CheckTarget(url, mode, model, config.api_key))
+    return targets
+
+
 def _replay(config: BenchConfig, rollouts: list[Rollout], words: RunWords, err: TextIO) -> BenchRun:
     """Start the servers (embedded target), replay every variant, stop them; the finished run."""
     started_at = utc_now_iso()
@@ -471,8 +537,10 @@ def _replay(config: BenchConfig, rollouts: list[Rollout], words: RunWords, err: 
     with contextlib.ExitStack() as stack:
         servers: dict[str, EmbeddedServer] | None = None
         if config.embedded:
-            err.write(f"starting the embedded reference server (profile {config.profile}) ...\n")
-            servers = stack.enter_context(embedded_servers(config))
+            count = len(ablated_servers(config))
+            what = "the embedded reference server" if count == 1 else f"{count} embedded servers"
+            with phase(f"starting {what} (profile {config.profile})", err):
+                servers = stack.enter_context(embedded_servers(config))
             target_url = servers[MAIN_SERVER].ws_url
         else:
             target_url = config.target or config.http_target or ""
@@ -510,10 +578,14 @@ def _ws_only(url: str) -> str | None:
 def _print_summary(out: TextIO, run: BenchRun, result: Mapping[str, Any], words: RunWords) -> None:
     config = run.config
     profile = config.profile if config.embedded else "(target)"
+    out.write("\n")
     out.write(
-        f"\nwsmode bench: {words.subset}; {words.schedule}; {words.tool_time}; profile "
-        f"{profile}; {run.elapsed_s:.0f} s\n\n"
+        _wrapped(
+            f"wsmode bench: {words.subset}; {words.schedule}; {words.tool_time}; profile "
+            f"{profile}; {run.elapsed_s:.0f} s"
+        )
     )
+    out.write("\n")
     out.write(format_table(result) + "\n")
     work = format_work(result)
     if work:

@@ -140,7 +140,7 @@ def embedded_servers(config: BenchConfig) -> Iterator[dict[str, EmbeddedServer]]
     keys = tuple(tenant_key(n, config.seed) for n in names)
     servers: dict[str, EmbeddedServer] = {}
     try:
-        for key, disabled in wanted.items():
+        for key, disabled in wanted.items():  # side by side: each spends seconds importing
             servers[key] = EmbeddedServer(
                 profile=config.profile,
                 disable=disabled,
@@ -148,7 +148,9 @@ def embedded_servers(config: BenchConfig) -> Iterator[dict[str, EmbeddedServer]]
                 # multi-agent rollouts (trace version 2) need it; no cost to the others
                 extra_args=("--multi-agent",),
             )
-            servers[key].start()
+            servers[key].launch()
+        for server in servers.values():
+            server.wait_listening()
         yield servers
     finally:
         for server in servers.values():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import io
-import socket
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from harness.results.store import list_results
 from harness.traces.format import load_traces
 
 from ..replay_support import SMOKE, endpoint, reference_server, run, smoke_rollouts
+from ..standard_server import StandardServer
 
 
 def test_results_json_validates_and_pairs_every_mode(tmp_path: Path) -> None:
@@ -86,10 +86,13 @@ def test_wsmode_bench_command_writes_results_and_report(tmp_path: Path, capsys) 
         ]
     )
     assert status == 0
-    out = capsys.readouterr()
-    assert "speedup" in out.out and "time_scale 0" in out.out
-    assert "at most 2 rollouts per variant" in out.out and "at most 2 rollouts" in out.err
-    assert "replays" in out.err  # progress
+    captured = capsys.readouterr()
+    out, err = (" ".join(text.split()) for text in (captured.out, captured.err))  # unwrapped
+    assert "speedup" in out and "time_scale 0" in out
+    assert "at most 2 rollouts per variant" in out and "at most 2 rollouts" in err
+    assert "bench 18/18 turns" in err and "6/6 rollouts" in err  # 3 variants x 2 x 3 turns
+    text = (captured.out + captured.err).splitlines()
+    assert all(len(line) <= 100 for line in text if not line.startswith(("results:", "report:")))
     (info,) = list_results(tmp_path / "results")
     assert info.error is None and info.target == "reference"
     result = load_result(info.path)
@@ -107,7 +110,8 @@ def test_wsmode_bench_command_writes_results_and_report(tmp_path: Path, capsys) 
         "connection_cache"
     ]
     table = format_table(result)
-    assert table.index("ablation variants") < table.index(NOCACHE_VARIANT)
+    assert "ablation variants" in table
+    assert table.index(f"\n{NOCACHE_VARIANT} ") > table.index("\nhttp ")  # below the modes
     # --max-rollouts 2: the first two selected rollouts, in every variant
     per_variant = {
         m: [r["rollout_id"] for r in bench["rollouts"] if r["mode"] == m] for m in bench["modes"]
@@ -193,41 +197,43 @@ def test_a_missing_bundled_corpus_says_how_to_get_it(tmp_path: Path, monkeypatch
     assert "pip install -e ." in message and "--traces" in message
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_failed_runs_name_the_error_and_only_http_is_the_baseline(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    """Nothing listens on the target: every replay fails; the table says why, per variant."""
-    port = _closed_port()
-    status = cli_main(
-        [
-            "bench",
-            "--target",
-            f"ws://127.0.0.1:{port}/v1/responses",
-            "--traces",
-            str(SMOKE),
-            "--per-kind",
-            "1",
-            "--max-turns",
-            "2",
-            "--out",
-            str(tmp_path / "results"),
-            "--no-html",
-        ]
-    )
+    """A standard server passes the pre-run check, then refuses every replayed request (the
+    project-only `wsmode` field that --script sends): the table says why, per variant."""
+    with StandardServer() as server:
+        status = cli_main(
+            [
+                "bench",
+                "--target",
+                server.ws_url,
+                "--http-target",
+                server.http_url,
+                "--script",
+                "--traces",
+                str(SMOKE),
+                "--per-kind",
+                "1",
+                "--max-turns",
+                "2",
+                "--out",
+                str(tmp_path / "results"),
+                "--no-html",
+            ]
+        )
     assert status == 1
     out = capsys.readouterr().out
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith(("ws", "http"))}
     assert "(baseline)" in rows["http"]
     assert "(baseline)" not in rows["http-chained"] and "(baseline)" not in rows["ws"]
     assert NOCACHE_VARIANT not in out  # a foreign target cannot switch the cache off
-    failures = out[out.index("Failed rollouts") :].splitlines()[1:4]
+    failures = [
+        line
+        for line in out[out.index("Failed rollouts") :].splitlines()[1:]
+        if line.startswith("  ") and not line.startswith("    ")
+    ][:3]
     assert [line.split(":")[0].strip() for line in failures] == ["ws", "http", "http-chained"]
     assert all("3 of 3 rollouts failed" in line for line in failures)
-    assert all("Connect call failed" in line for line in failures)
+    assert all("unknown_parameter" in line for line in failures)
 
 
 def test_duration_limit_cuts_running_rollouts_and_counts_them_as_failures(tmp_path: Path) -> None:
@@ -294,9 +300,9 @@ def test_model_option_reaches_every_variant_and_the_results_config() -> None:
 
 
 def test_the_header_counts_the_rollouts_max_rollouts_lets_through(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    port = _closed_port()
-    argv = ["bench", "--target", f"ws://127.0.0.1:{port}/v1/responses", "--traces", str(SMOKE)]
-    argv += ["--per-kind", "1", "--max-rollouts", "1", "--out", str(tmp_path), "--no-html"]
-    cli_main(argv)
+    with StandardServer() as server:
+        argv = ["bench", "--target", server.ws_url, "--modes", "ws", "--traces", str(SMOKE)]
+        argv += ["--per-kind", "1", "--max-rollouts", "1", "--out", str(tmp_path), "--no-html"]
+        cli_main([*argv, "--max-turns", "1"])
     header = capsys.readouterr().out.strip().splitlines()[0]
     assert header.startswith(f"wsmode bench: 1 of {len(smoke_rollouts())} rollouts"), header
