@@ -100,6 +100,7 @@ class Progress:
         self._samples: deque[tuple[float, int]] = deque([(self.started, 0)])
         self._last_shown = float("-inf")
         self._live = False  # a rewritable line is on screen (terminal only)
+        self._last_text = ""  # the line last written
         self._closed = False
         self._lock = threading.Lock()
 
@@ -148,9 +149,10 @@ class Progress:
             if self._closed:
                 return
             self._closed = True
-            text = final if final is not None else self.line(self.now())
+            text = fit(final if final is not None else self.line(self.now()), self.width)
             self._clear()
-            self.stream.write(fit(text, self.width) + "\n")
+            if self.tty or text != self._last_text:  # a plain log has it already: not twice
+                self.stream.write(text + "\n")
             self.stream.flush()
 
     @contextlib.contextmanager
@@ -221,7 +223,7 @@ class Progress:
             self._last_shown = at  # a plain log gets its first line after every_s, not at once
             return
         self._last_shown = at
-        text = self.line(at)
+        text = self._last_text = self.line(at)
         if self.tty:
             self.stream.write("\r" + text + "\x1b[K")
             self._live = True

@@ -304,6 +304,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cases.add_argument(
         "--profiles", action="store_true", help="list the bundled target profiles, one line each"
     )
+    cases.add_argument(
+        "--show-profile",
+        metavar="NAME",
+        default=None,
+        help="print a bundled target profile's TOML, to start your own from "
+        "(wsmode certify --show-profile openai > my-server.toml)",
+    )
     cases.add_argument("--strict", action="store_true", help="SHOULD failures fail the run too")
     cases.add_argument(
         "--event-timeout",
@@ -433,6 +440,8 @@ def main(args: argparse.Namespace) -> int:
         return merge(list(args.merge), args.out, args.results)
     if args.profiles:
         return _list_profiles()
+    if args.show_profile:
+        return _show_profile(args.show_profile)
     try:
         import pytest
     except ImportError:
@@ -524,6 +533,18 @@ def _list_cases(cases: Sequence[CaseMeta]) -> int:
     return 0
 
 
+def _show_profile(name: str) -> int:
+    from harness.conformance.target_profile import TargetProfileError, resolve_profile
+
+    try:
+        path = resolve_profile(name)
+        text = path.read_text(encoding="utf-8")
+    except (TargetProfileError, OSError) as exc:
+        return usage_error(CERTIFY, str(exc))
+    sys.stdout.write(text)
+    return 0
+
+
 def _list_profiles() -> int:
     """The bundled target profiles: the name --target-profile takes, where, what."""
     from harness.conformance.target_profile import bundled_profiles
@@ -539,9 +560,11 @@ def _list_profiles() -> int:
     print(
         "\n".join(
             textwrap.wrap(
-                "--target-profile NAME uses one. To describe your own server, copy one of these "
-                f"files and edit it: {suites_dir() / 'targets'}",
+                "--target-profile NAME uses one. To describe your own server, start from one: "
+                "wsmode certify --show-profile openai > my-server.toml, then edit its URLs, "
+                f"model and capabilities (the files: {suites_dir() / 'targets'})",
                 width=MAX_COLUMNS,
+                break_on_hyphens=False,
             )
         )
     )

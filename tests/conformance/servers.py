@@ -10,8 +10,9 @@ warm-up (`generate: false`) with `response.created` then `response.completed`, n
 `response.in_progress` between them.
 
 The modes of a target that goes wrong mid-run (`endless`, `drip`, `dies`) answer their first
-create as "ok" does (what a pre-run check sees), then never finish a response again (`dies`:
-the server stops listening and drops its connections, as a process that exited).
+two creates as "ok" does (the pre-run check's and the first case's), then never finish a
+response again (`dies`: the server stops listening and drops its connections, as a process that
+exited).
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ MODES = (
     "gateway",  # behaves like the gateways certified in issue 11 (see `gateway_events`)
     "swallow-errors",  # answers good creates, stays silent where an error event is due
     "slow",  # conformant, but each event takes SLOW_EVENT_S
-    "endless",  # after its first create: deltas every ENDLESS_DELTA_S, never a terminal event
-    "drip",  # after its first create: one delta every DRIP_DELTA_S, never a terminal event
+    "endless",  # after two creates: deltas every ENDLESS_DELTA_S, never a terminal event
+    "drip",  # after two creates: one delta every DRIP_DELTA_S, never a terminal event
     "never-stops",  # a model that does not stop: runs to max_output_tokens (else NO_CAP_TOKENS)
-    "dies",  # after its first create: stops listening and drops every connection
+    "dies",  # after two creates: stops listening and drops every connection
 )
 SLOW_EVENT_S = 0.3
 ENDLESS_DELTA_S = 0.02
@@ -143,10 +144,10 @@ class CannedServer:
                 continue  # the upstream's previous_response_not_found, swallowed
             self.counter += 1
             events = canned_events(f"resp_canned{self.counter}")
-            if self.mode in ("endless", "drip") and self.counter > 1:
+            if self.mode in ("endless", "drip") and self.counter > 2:
                 await self.never_finish(ws, events)
                 return
-            if self.mode == "dies" and self.counter > 1:
+            if self.mode == "dies" and self.counter > 2:
                 self.listening.close(close_connections=False)  # no new connection is accepted
                 for connection in list(self.listening.connections):
                     connection.transport.abort()  # the process is gone: no close frame

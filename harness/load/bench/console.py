@@ -210,10 +210,10 @@ def _split_lines(terms: Sequence[Mapping[str, Any]]) -> list[str]:
     for t in split:
         lines.append(
             f"  {t['term']:<32} {t['from_mode']:>13} -> {t['to_mode']:<11}"
-            f"{t['saved_ms_per_rollout']:>10.0f} ms  {_share(t['share']):>5}"
+            f"{t['saved_ms_per_rollout']:>10,.0f} ms  {_share(t['share']):>5}"
         )
     total = sum(t["saved_ms_per_rollout"] for t in split)
-    lines.append(f"  {'total':<32} {'http':>13} -> {'ws':<11}{total:>10.0f} ms")
+    lines.append(f"  {'total':<32} {'http':>13} -> {'ws':<11}{total:>10,.0f} ms")
     return lines
 
 
