@@ -58,6 +58,17 @@ def client_api_key(given: str | None) -> str | None:
     return value.split(",")[0].strip() or None if value else None
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (pick a free one) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535 (0 picks a free one), got {port}")
+    return port
+
+
 # help, version and flags (on or off: no value to show)
 _NO_DEFAULT_SHOWN: Final = (
     argparse._HelpAction,

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.protocol.cache import CachePolicy
-from harness.usage import API_KEY_ENV, env_setting, usage_error
+from harness.usage import API_KEY_ENV, env_setting, port_number, usage_error
 from reference_server import logs
 from reference_server.app import ReferenceServer
 from reference_server.config import (
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument(
-        "--port", type=int, default=8000, help="port to listen on (0 picks a free one)"
+        "--port", type=port_number, default=8000, help="port to listen on (0 picks a free one)"
     )
     parser.add_argument(
         "--profile",

@@ -8,6 +8,7 @@ import argparse
 import re
 import secrets
 import sys
+from typing import Final
 
 from harness.load.bench.config import (
     CORPORA,
@@ -439,6 +440,10 @@ def load_specs(args: argparse.Namespace, endpoint: Endpoint, run_seed: int) -> l
     ]
 
 
+#: Stands for the embedded server's URL while the flags are checked before it starts.
+_PLACEHOLDER_WS: Final = "ws://127.0.0.1:1/v1/responses"
+
+
 def load_main(args: argparse.Namespace) -> int:
     if args.processes < 1:
         return usage_error(LOAD, "--processes must be >= 1")
@@ -452,6 +457,10 @@ def load_main(args: argparse.Namespace) -> int:
         problem = check_profile(args.profile)
         if problem is not None:
             return usage_error(LOAD, problem)
+        try:  # the flags are judged before a server is started for them
+            load_specs(args, Endpoint(*derive_urls(_PLACEHOLDER_WS, None), None), run_seed)
+        except ValueError as exc:
+            return usage_error(LOAD, str(exc))
         with phase(f"starting the embedded reference server (profile {args.profile})"):
             server = EmbeddedServer(profile=args.profile).start()
         args.target, args.http_target = server.ws_url, server.http_url

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.traces.format import TraceFormatError
-from harness.usage import CommandParser, usage_error
+from harness.usage import CommandParser, port_number, usage_error
 
 #: The file `traces generate --count` writes when --out names a directory.
 GENERATED_FILE_NAME = "generated.jsonl"
@@ -47,7 +47,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     record.add_argument("--upstream", required=True, help="e.g. http://127.0.0.1:8000")
-    record.add_argument("--listen", type=int, required=True, help="local port (0: pick one)")
+    record.add_argument(
+        "--listen", type=port_number, required=True, help="local port (0: pick one)"
+    )
     record.add_argument("--out", required=True, help="trace file to write (.jsonl or .jsonl.gz)")
     record.add_argument("--duration-s", type=float, help="stop after this many seconds")
     record.add_argument(
