@@ -71,7 +71,7 @@ def test_every_area_registers_its_commands_in_order() -> None:
         (["certify", "--merge", "/nonexistent.json"], "wsmode certify --merge: /nonexistent.json"),
         (
             ["record", "--upstream", "http://127.0.0.1:9", "--listen", "70000", "--out", "x"],
-            "wsmode record: --listen must be a port in 0-65535, got 70000",
+            "wsmode record: argument --listen: a port is 0-65535 (0 picks a free one), got 70000",
         ),
         (["traces", "generate", "--out", "g.jsonl", "--count", "0"], "wsmode traces generate: "),
         (

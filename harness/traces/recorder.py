@@ -51,6 +51,7 @@ from websockets.asyncio.server import Server, ServerConnection
 from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.server import ServerProtocol
 
+from harness.progress import Progress
 from harness.traces.event_log import EventLog
 from harness.traces.recorded import Observed, RolloutBuilder, TraceLog
 from harness.transport.events import GarbageFrame
@@ -113,6 +114,11 @@ class Recorder:
     def _connection_label(self, transport: str) -> str:
         self._connections += 1
         return f"{transport}-{self._connections}"
+
+    @property
+    def responses_seen(self) -> int:
+        """Responses recorded so far (completed turns of every rollout)."""
+        return sum(len(builder.turns) for builder in self.log.builders)
 
     @property
     def http_url(self) -> str:
@@ -408,9 +414,14 @@ async def record(
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    progress = Progress(RECORD, unit="responses", duration_s=duration_s, stream=err)
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(duration_s):
-            await stop.wait()
+            while not stop.is_set():  # the line says what passed so far
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), min(progress.every_s, 1.0))
+                progress.update(recorder.responses_seen)
+    progress.close()
     try:
         written = await recorder.stop()
     except OSError as exc:
