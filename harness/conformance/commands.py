@@ -212,7 +212,7 @@ def check_main(args: argparse.Namespace) -> int:
         for report in reports:
             print("\n".join(render_text(report)))
         verdicts = Counter(r.verdict for report in reports for r in report.responses)
-        tally = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) or "nothing judged"
+        tally = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
         skipped = sum(report.skipped for report in reports)
         parts = [tally] if tally else []
         if skipped:
