@@ -14,7 +14,6 @@ import http
 import importlib.metadata
 import itertools
 import threading
-from collections import Counter
 from collections.abc import Iterator
 
 from websockets.asyncio.server import Server, ServerConnection
@@ -30,6 +29,7 @@ from harness.transport.frontdoor import FrontDoor
 from reference_server.auth import KeyRing
 from reference_server.config import ServerConfig
 from reference_server.connection import StampedServerConnection, StampedStreamProtocol
+from reference_server.connection_caps import ConnectionCaps
 from reference_server.http_api import HttpConnection
 from reference_server.logs import handshake_logger
 from reference_server.observer import Direction, ServerObserver, redacted_head
@@ -70,7 +70,10 @@ class ReferenceServer:
         self._http_handlers: dict[asyncio.Task[None], HttpConnection] = {}
         self._sessions: set[WebSocketSession] = set()
         self._stopped = False
-        self._per_tenant: Counter[str] = Counter()
+        # the connection caps, counted across every worker of the port (connection_caps.py)
+        self.caps = ConnectionCaps(
+            config.limits, config.api_keys, config.connection_counts, config.worker_index
+        )
 
     async def __aenter__(self) -> ReferenceServer:
         await self.start()
@@ -130,7 +133,7 @@ class ReferenceServer:
         deadline = loop.time() + timeout_s
         while not self.quiet() and loop.time() < deadline:
             await asyncio.sleep(0.02)
-        await self.stop()
+        await self.stop(drained_for_s=timeout_s)
 
     def quiet(self) -> bool:
         """No response in flight or queued on any connection."""
@@ -138,13 +141,18 @@ class ReferenceServer:
             handler.busy for handler in self._http_handlers.values()
         )
 
-    async def stop(self) -> None:
-        """Stop now: close sockets with 1001, flush pending store writes, close the store."""
+    async def stop(self, drained_for_s: float = 0.0) -> None:
+        """Stop now: a response still running gets the `server_shutting_down` error, every socket
+        closes 1001 with a reason, pending store writes are flushed and the store closed."""
         if self._stopped:
             return
         self._stopped = True
         if self._ws_server is not None:
-            self._ws_server.close()
+            sessions = [s.close_for_shutdown(drained_for_s) for s in list(self._sessions)]
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.limits.close_timeout_s):
+                    await asyncio.gather(*sessions, return_exceptions=True)
+            self._ws_server.close()  # what is left: connections still in their handshake
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.config.limits.drain_timeout_s):
                     await self._ws_server.wait_closed()
@@ -199,8 +207,7 @@ class ReferenceServer:
 
     def _admit_http(self) -> bool:
         """Room for one more HTTP connection (and not draining)?"""
-        limit = self.config.limits.max_http_connections
-        return not self.services.draining and len(self._http_tasks) < limit
+        return not self.services.draining and self.caps.admit_http()
 
     def accept_http(self, transport: asyncio.Transport, head: bytes) -> None:
         loop = asyncio.get_running_loop()
@@ -219,6 +226,7 @@ class ReferenceServer:
         self._http_handlers[task] = handler
         task.add_done_callback(self._http_tasks.discard)
         task.add_done_callback(lambda done: self._http_handlers.pop(done, None))
+        task.add_done_callback(lambda done: self.caps.release_http())  # admitted by FrontDoor
 
     # -- WebSocket ------------------------------------------------------------------------
     def _check_upgrade(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -240,10 +248,7 @@ class ReferenceServer:
             return _json_response(errors.unauthorized())
         if not self.config.websocket:
             return _json_response(errors.websocket_disabled())
-        limits = self.config.limits
-        if self.services.metrics.connections >= limits.max_connections or (
-            self._per_tenant[tenant] >= limits.max_connections_per_key
-        ):
+        if not self.caps.admit_websocket(tenant):  # released when the connection is lost
             self.services.metrics.inc("wsmode_connections_refused_total", reason="limit")
             return _json_response(
                 ApiError(
@@ -252,20 +257,20 @@ class ReferenceServer:
                 retry_after_s=1,
             )
         connection.username = tenant  # websockets' slot for the authenticated identity
+        if isinstance(connection, StampedServerConnection):
+            connection.on_lost = lambda: self.caps.release_websocket(tenant)
         return None
 
     async def _serve_websocket(self, connection: ServerConnection) -> None:
         assert isinstance(connection, StampedServerConnection)  # accept_websocket builds only those
         tenant = connection.username
         self._record(connection.label, "out", "open", "HTTP 101 Switching Protocols")
-        self._per_tenant[tenant] += 1
         session = WebSocketSession(self.services, connection, tenant)
         self._sessions.add(session)
         try:
             await session.run()
         finally:
             self._sessions.discard(session)
-            self._per_tenant[tenant] -= 1
 
 
 def _json_response(error: ApiError, retry_after_s: int | None = None) -> Response:

@@ -9,10 +9,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.protocol.cache import CachePolicy
 from reference_server.faults import CaseBehaviour
 from reference_server.logs import LogFormat
+
+if TYPE_CHECKING:
+    from reference_server.connection_caps import SharedCounts
 
 
 def default_data_dir() -> Path:
@@ -105,6 +109,9 @@ class ServerConfig:
     # `wsmode serve --workers N`: N processes on one port (workers.py); this one is `worker_index`.
     workers: int = 1
     worker_index: int = 0
+    # the workers' shared connection counts (connection_caps.py), made by the parent; None: one
+    # process, counting for itself
+    connection_counts: SharedCounts | None = field(default=None, compare=False, repr=False)
 
     @property
     def store_path(self) -> Path:

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
@@ -61,6 +61,14 @@ class StampedServerConnection(ServerConnection):
         self._start_ns = 0  # arrival of the chunk the current frame began in; 0: between frames
         self._in_message = False  # inside a fragmented data message
         self.label = ""  # the observer's name for it (`Services.observer`), else empty
+        # called once when the TCP connection ends, whatever ended it (the caps' release)
+        self.on_lost: Callable[[], None] | None = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        on_lost, self.on_lost = self.on_lost, None
+        if on_lost is not None:
+            on_lost()
+        super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         self._chunk_ns = arrival_ns(self._sock, self._chunk_ns)

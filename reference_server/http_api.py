@@ -50,6 +50,10 @@ class _Gone(ConnectionError):
     pass
 
 
+class _TooLarge(Exception):
+    """The body is over the limit: 413 has been answered and the rest read and dropped."""
+
+
 class HttpConnection:
     def __init__(
         self,
@@ -71,6 +75,7 @@ class HttpConnection:
         self.runner = TurnRunner(services)
         self.busy = False  # handling a request (a drain waits for it)
         self.connection_id = connection_id("http")
+        self._declared_length = 0  # the current request's Content-Length (0: none or chunked)
 
     async def serve(self) -> None:
         try:
@@ -108,34 +113,55 @@ class HttpConnection:
     async def _next_event(self, timeout_s: float) -> H11Event:
         return await next_h11_event(self.h11, read_within(self.reader, timeout_s))
 
-    async def _read_body(self) -> bytes | None:
-        """The body, or None when over the size limit; TimeoutError past the request deadline."""
+    async def _read_body(self) -> bytes:
+        """The body; TimeoutError past the request deadline. A body over the size limit raises
+        `_TooLarge` once the 413 is answered (at once, however large the body) and the rest of
+        the body has been read and dropped within the deadline, so the client, which may still
+        be sending, reads the 413 instead of a connection reset."""
         async with asyncio.timeout(self.limits.http_request_deadline_s):
-            return await self._read_body_chunks()
+            body = await self._read_body_chunks()
+            if body is not None:
+                return body
+        raise _TooLarge
 
     async def _read_body_chunks(self) -> bytes | None:
+        limit = self.limits.max_message_bytes
         chunks: list[bytes] = []
         size = 0
+        if self._declared_length > limit:  # known from the head: answer before any body byte
+            await self._refuse_too_large()
         while True:
             event = await self._next_event(self.limits.handshake_timeout_s)
             if isinstance(event, h11.Data):
+                if size <= limit < size + len(event.data) and self._declared_length <= limit:
+                    await self._refuse_too_large()  # a chunked body that grew over the limit
                 size += len(event.data)
-                if size <= self.limits.max_message_bytes:
+                if size <= limit:
                     chunks.append(event.data)
-                elif size > 4 * self.limits.max_message_bytes:
-                    raise _Gone("request body far over the limit")
-                # Over the limit: keep reading (discarding) so the 413 reaches the client
-                # instead of a connection reset while it is still sending.
             elif isinstance(event, h11.EndOfMessage):
-                return b"".join(chunks) if size <= self.limits.max_message_bytes else None
+                return b"".join(chunks) if size <= limit else None
             else:
                 raise _Gone("connection ended inside a request body")
 
+    async def _refuse_too_large(self) -> None:
+        error = ApiError(
+            413,
+            "invalid_request_error",
+            "request_too_large",
+            f"Request body exceeds {self.limits.max_message_bytes} bytes.",
+        )
+        await self._error(error, close=True)
+
     # -- routing --------------------------------------------------------------------------
     async def _handle(self, request: h11.Request) -> None:
+        self._declared_length = _content_length(request)
         try:
             await self._route(request)
+        except _TooLarge:
+            pass  # answered 413; the connection closes
         except TimeoutError:  # the body did not arrive within the request deadline
+            if self.h11.our_state is not h11.SEND_RESPONSE:
+                raise _Gone("the request deadline passed after the answer") from None
             deadline_s = self.limits.http_request_deadline_s
             message = f"The request was not received within {deadline_s:g} s."
             error = ApiError(408, "invalid_request_error", "request_timeout", message)
@@ -226,16 +252,6 @@ class HttpConnection:
             await self._error(errors.server_shutting_down())
             return None
         received_at = self.stamps.request_arrival() if self.stamps else time.perf_counter()
-        if body is None:
-            await self._error(
-                ApiError(
-                    413,
-                    "invalid_request_error",
-                    "request_too_large",
-                    f"Request body exceeds {self.limits.max_message_bytes} bytes.",
-                )
-            )
-            return None
         try:
             payload = wire.loads(body)
             if not isinstance(payload, dict):
@@ -359,3 +375,11 @@ class HttpConnection:
         await self._send(
             error.status, wire.dumps(error.to_http_body()).encode(), "application/json", extra
         )
+
+
+def _content_length(request: h11.Request) -> int:
+    """The request's Content-Length (h11 has checked it is a number), else 0."""
+    for name, value in request.headers:
+        if name == b"content-length":
+            return int(value)
+    return 0

@@ -8,17 +8,27 @@ writers wait, they do not fail), so a `previous_response_id` from one worker hyd
 API keys and tenant isolation are each worker's own copy of the same config. `/metrics` is per
 worker: a scrape reports the worker that accepted it, named by `wsmode_worker_info{worker="i"}`.
 
+The connection caps hold across the workers: the parent makes one shared table of counts that
+every worker admits against (connection_caps.py), so one key gets its 64 connections in total,
+whichever worker the kernel hands them to.
+
 The parent only supervises: it forwards SIGTERM/SIGINT to every worker (each drains as
-`ReferenceServer.stop` does), and when one worker dies it stops the others, so the port never
-stays half served.
+`ReferenceServer.drain` does), and when one worker dies it stops the others and exits 1, so the
+port never stays half served (a supervisor such as systemd restarts the whole). Each worker
+holds the read end of a pipe whose only write end is the parent's (its lifeline): when the
+parent dies, however (SIGKILL included), the kernel closes that end, the worker reads EOF and
+drains as on SIGTERM, so no orphan keeps serving the port.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection, wait
@@ -27,6 +37,7 @@ from types import FrameType
 
 from harness.errors import WsmodeError
 from reference_server.config import ServerConfig
+from reference_server.connection_caps import SharedCounts
 from reference_server.store.response_store import ResponseStore
 
 WORKER_START_TIMEOUT_S = 60.0
@@ -66,20 +77,25 @@ def run_workers(config: ServerConfig, serve: Serve) -> int:
         config.store_path, retention_s=config.store_retention_s, max_bytes=config.store_max_bytes
     ).close()
     context = multiprocessing.get_context("spawn")  # no forked event loop or SQLite handle
+    counts = SharedCounts.create(context, config.workers, config.api_keys)
     workers: list[BaseProcess] = []
     readies: list[Connection] = []
+    lifelines: list[Connection] = []  # the write ends, held (never written) until we exit
     for index in range(config.workers):
         ready_read, ready_write = context.Pipe(duplex=False)
-        worker_config = replace(config, port=port, worker_index=index)
+        lifeline_read, lifeline_write = context.Pipe(duplex=False)
+        worker_config = replace(config, port=port, worker_index=index, connection_counts=counts)
         process = context.Process(
             target=_worker_main,
-            args=(serve, worker_config, ready_write),
+            args=(serve, worker_config, ready_write, lifeline_read),
             name=f"wsmode-worker-{index}",
         )
         process.start()
         ready_write.close()
+        lifeline_read.close()
         workers.append(process)
         readies.append(ready_read)
+        lifelines.append(lifeline_write)
     _forward_signals(workers)
     try:
         _await_ready(workers, readies)
@@ -90,21 +106,37 @@ def run_workers(config: ServerConfig, serve: Serve) -> int:
     finally:
         reserved.close()
     host = config.host
+    limits = config.limits
     print(
         f"wsmode reference server on ws://{host}:{port}/v1/responses (HTTP http://{host}:{port}/v1),"
         f" profile {config.profile}, {config.workers} workers "
-        f"(pids {' '.join(str(w.pid) for w in workers)})",
+        f"(pids {' '.join(str(w.pid) for w in workers)}); caps across all workers: "
+        f"{limits.max_connections} WebSocket connections, "
+        f"{limits.max_connections_per_key} per key, {limits.max_http_connections} HTTP connections",
         flush=True,
     )
     return _supervise(workers)
 
 
-def _worker_main(serve: Serve, config: ServerConfig, ready: Connection) -> None:
+def _worker_main(
+    serve: Serve, config: ServerConfig, ready: Connection, lifeline: Connection
+) -> None:
     def listening() -> None:
         ready.send(True)
         ready.close()
 
+    threading.Thread(
+        target=_drain_when_orphaned, args=(lifeline,), name="wsmode-lifeline", daemon=True
+    ).start()
     serve(config, listening)
+
+
+def _drain_when_orphaned(lifeline: Connection) -> None:
+    """Wait for EOF on the lifeline (the parent is gone), then SIGTERM ourselves: the worker
+    stops accepting at once and drains (serve_until_signalled's handler)."""
+    with contextlib.suppress(EOFError, OSError):
+        lifeline.recv()  # the parent never writes: this returns only by EOFError
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _await_ready(workers: list[BaseProcess], readies: list[Connection]) -> None:

@@ -64,6 +64,9 @@ _NEVER_BLOCKS_BYTES = 32 * 1024 - 64
 _INTERLEAVE_LINGER_S = 0.1
 
 
+SHUTDOWN_CLOSE_REASON = "server shutting down"  # the 1001's reason (a drain or a stop)
+
+
 class ClientGone(WsmodeError, ConnectionError):
     """The client closed, or stopped reading past the send-stall timeout."""
 
@@ -184,6 +187,21 @@ class WebSocketSession:
         with contextlib.suppress(ClientGone):
             await self.send(self._error_event(error, None))
             await self.ws.close(CloseCode.NORMAL_CLOSURE, "connection lifetime reached")
+
+    async def close_for_shutdown(self, cut_after_s: float) -> None:
+        """The server stops (the drain deadline passed, or `stop()`): every lane with a response
+        still running or queued hears `server_shutting_down` first, then the socket closes
+        1001 with a reason. Nothing is sent in between: the error and the close frame are
+        written back to back, so no event of the cut response follows the error."""
+        if self._closing:
+            return
+        self._closing = True
+        busy = [stream_id for stream_id, lane in self.lanes.items() if lane.waiting]
+        error = errors.server_shutting_down(cut_after_s=cut_after_s)
+        with contextlib.suppress(ClientGone, ConnectionClosed):
+            if busy:
+                await self.send(*(self._error_event(error, stream_id) for stream_id in busy))
+            await self.ws.close(CloseCode.GOING_AWAY, SHUTDOWN_CLOSE_REASON)
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)

@@ -182,14 +182,18 @@ def unauthorized() -> ApiError:
     )
 
 
-def server_shutting_down() -> ApiError:
-    """A create that arrived while the server drains (SIGTERM): retry on a new connection."""
-    return ApiError(
-        503,
-        "server_error",
-        "server_shutting_down",
-        "The server is shutting down and accepts no new responses; retry on a new connection.",
-    )
+def server_shutting_down(*, cut_after_s: float | None = None) -> ApiError:
+    """A create that arrived while the server drains (SIGTERM): retry on a new connection.
+    With `cut_after_s`: a response still running when the drain deadline (that many seconds; 0:
+    a stop without a drain) passed was stopped."""
+    message = "The server is shutting down and accepts no new responses; retry on a new connection."
+    if cut_after_s is not None:
+        deadline = f" at the {cut_after_s:g} s drain deadline" if cut_after_s else ""
+        message = (
+            f"The server is shutting down: the response in progress was stopped{deadline}; "
+            "retry on a new connection."
+        )
+    return ApiError(503, "server_error", "server_shutting_down", message)
 
 
 def server_error(

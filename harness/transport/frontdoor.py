@@ -11,8 +11,11 @@ Used by the reference server and by the recorder's proxy.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Protocol
+
+from websockets.exceptions import SecurityError
+from websockets.http11 import Request
 
 from harness.protocol import wire
 from harness.protocol.errors import ApiError
@@ -80,6 +83,11 @@ class FrontDoor(asyncio.Protocol):
             self._timer.cancel()
         head = bytes(self.buffer)
         if is_websocket_upgrade(head[:end]):
+            refusal = upgrade_refusal(head[: end + len(_HEAD_END)])
+            if refusal is not None:  # websockets would close without an answer: answer it here
+                refuse(self.transport, refusal)
+                self.refused = True
+                return
             self.acceptor.accept_websocket(self.transport, head)
         elif self.admit_http is not None and not self.admit_http():
             refuse(self.transport, _too_many_connections(), retry_after_s=1)
@@ -134,6 +142,48 @@ def _too_many_connections() -> ApiError:
     return ApiError(
         503, "server_error", "too_many_connections", "Too many open HTTP connections; retry."
     )
+
+
+def upgrade_refusal(head: bytes) -> ApiError | None:
+    """Why websockets' own parser (`Request.parse`, run here on the complete head) rejects an
+    upgrade request, as an HTTP answer, or None when it accepts it. websockets closes the
+    connection without any status on such a request, so the front door answers first: 431 for
+    a header line or header count over its limits (8 KiB, 128), 400 otherwise (a POST or an
+    HTTP/1.0 request asking for the upgrade, a body, a malformed header)."""
+    parser = Request.parse(_line_reader(head))
+    try:
+        next(parser)  # the reader never waits: the head is complete
+    except StopIteration:
+        return None
+    except SecurityError as exc:
+        return ApiError(
+            431, "invalid_request_error", "headers_too_large", f"Upgrade request refused: {exc}."
+        )
+    except Exception as exc:  # every parse failure is the client's bad request
+        reason = str(exc)[:200]
+        return ApiError(
+            400, "invalid_request_error", "invalid_upgrade", f"Upgrade request refused: {reason}."
+        )
+    return ApiError(400, "invalid_request_error", "invalid_upgrade", "Incomplete upgrade request.")
+
+
+def _line_reader(head: bytes) -> Callable[[int], Generator[None, None, bytes]]:
+    """`read_line` as websockets' parsers call it, over bytes already received: a line longer
+    than `max_bytes` raises RuntimeError (its parser's signal for "line too long")."""
+    position = 0
+
+    def read_line(max_bytes: int) -> Generator[None, None, bytes]:
+        nonlocal position
+        end = head.find(b"\n", position) + 1
+        if end == 0:
+            raise EOFError("the head ended inside a line")
+        if end - position > max_bytes:
+            raise RuntimeError(f"read {end - position} bytes, expected no more than {max_bytes}")
+        line, position = head[position:end], end
+        return line
+        yield  # a generator, as the parser's `yield from` expects; never reached
+
+    return read_line
 
 
 def is_websocket_upgrade(head: bytes) -> bool:

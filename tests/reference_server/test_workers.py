@@ -6,11 +6,14 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import time
 from pathlib import Path
 
 import httpx
 import pytest
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus
 
 from harness.load.bench.embedded_server import EmbeddedServer
 from harness.transport.exchange import ws_exchange
@@ -23,11 +26,12 @@ SCRIPT = {"script": [{"type": "message", "text": "ok"}]}
 
 
 def _alive(pid: int) -> bool:
+    """Running (a zombie, exited but not yet reaped by its new parent, is not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return False
-    return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _workers_answering(http_url: str, connections: int) -> set[str]:
@@ -73,6 +77,12 @@ def test_two_workers_share_the_port_and_the_store(tmp_path: Path) -> None:
         # 12 continuations from fresh connections: with two workers, many cross over, and
         # every one must hydrate from the shared store (committed before the terminal)
         assert asyncio.run(_store_then_continue_elsewhere(srv.ws_url, 12)) == [True] * 12
+        # a worker that dies: the parent notices, stops the other and exits 1
+        assert srv.process is not None
+        pids = _worker_pids(srv.process.pid)
+        os.kill(pids[0], signal.SIGKILL)
+        assert srv.process.wait(30) == 1
+        _wait_until_gone(pids)
 
 
 def test_one_sigterm_stops_every_worker(tmp_path: Path) -> None:
@@ -97,3 +107,59 @@ def _worker_pids(parent: int) -> list[int]:
     return [
         int(pid) for pid in children if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
     ]
+
+
+async def _open_until_refused(ws_url: str, api_key: str, attempts: int) -> tuple[int, list[str]]:
+    """Open up to `attempts` connections with one key and keep them; (opened, refusals)."""
+    opened: list[ClientConnection] = []
+    refusals: list[str] = []
+    try:
+        for _ in range(attempts):
+            try:
+                opened.append(await connect(ws_url, additional_headers=_bearer(api_key)))
+            except InvalidStatus as refused:
+                refusals.append(str(refused.response.status_code))
+        # the other key is not held back by the first one's cap
+        other = await connect(ws_url, additional_headers=_bearer("sk-b"))
+        await other.close()
+        return len(opened), refusals
+    finally:
+        await asyncio.gather(*(ws.close() for ws in opened))
+
+
+def _bearer(api_key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"}
+
+
+def test_the_caps_hold_across_two_workers_and_the_workers_die_with_their_parent(
+    tmp_path: Path,
+) -> None:
+    args = ("--workers", "2", "--max-connections-per-key", "6")
+    server = EmbeddedServer(
+        profile="zero", data_dir=tmp_path, api_keys=("sk-a", "sk-b"), extra_args=args
+    )
+    server.start()
+    try:
+        assert server.process is not None
+        opened, refusals = asyncio.run(_open_until_refused(server.ws_url, "sk-a", 10))
+        # the kernel spread the 10 over both workers; the per-key cap of 6 held in total
+        assert (opened, refusals) == (6, ["429"] * 4)
+        # the places are given back when the connections close
+        assert asyncio.run(_open_until_refused(server.ws_url, "sk-a", 6)) == (6, [])
+        pids = _worker_pids(server.process.pid)
+        assert len(pids) == 2
+        server.process.send_signal(signal.SIGKILL)  # no handler runs: only the lifeline tells
+        server.process.wait(30)
+        _wait_until_gone(pids)
+        port = int(server.http_url.rsplit(":", 1)[1].split("/")[0])
+        with pytest.raises(ConnectionRefusedError):  # no orphan keeps serving the port
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    finally:
+        server.stop()
+
+
+def _wait_until_gone(pids: list[int]) -> None:
+    deadline = time.monotonic() + 30  # bounds a hang only
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids)

@@ -19,13 +19,18 @@ from .conftest import TERMINAL_TYPES, scripted
 
 async def _until_closed(ws: Any) -> tuple[list[dict[str, Any]], int | None]:
     """Every event until the server closes the socket, and the close code."""
+    events, code, _ = await _until_closed_with_reason(ws)
+    return events, code
+
+
+async def _until_closed_with_reason(ws: Any) -> tuple[list[dict[str, Any]], int | None, str]:
     events: list[dict[str, Any]] = []
     try:
         while True:
             events.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
     except ConnectionClosed:
         pass
-    return events, ws.close_code
+    return events, ws.close_code, ws.close_reason or ""
 
 
 def test_sigterm_lets_a_stream_in_flight_finish_and_refuses_new_creates(child_server: Any) -> None:
@@ -52,19 +57,25 @@ def test_sigterm_lets_a_stream_in_flight_finish_and_refuses_new_creates(child_se
     assert server.process.wait(15) == 0
 
 
-def test_a_stream_longer_than_the_drain_timeout_is_closed_1001(child_server: Any) -> None:
+def test_a_stream_longer_than_the_drain_timeout_hears_why_then_is_closed_1001(
+    child_server: Any,
+) -> None:
     server = child_server("--drain-timeout-s", "0.3", profile="spark-1000tps")
 
-    async def body() -> tuple[list[dict[str, Any]], int | None]:
+    async def body() -> tuple[list[dict[str, Any]], int | None, str]:
         async with connect(server.ws_url, max_size=None) as ws:
             await ws.send(scripted(60_000, store=False))  # a minute of decode
             assert json.loads(await ws.recv())["type"] == "response.created"
             server.process.send_signal(signal.SIGTERM)
-            return await _until_closed(ws)
+            return await _until_closed_with_reason(ws)
 
-    events, close_code = asyncio.run(body())
-    assert not [e for e in events if e["type"] in TERMINAL_TYPES]
-    assert close_code == 1001
+    events, close_code, reason = asyncio.run(body())
+    # the last event says why the response stopped: the documented error, no terminal before it
+    assert events and events[-1]["type"] == "error"
+    assert events[-1]["error"]["code"] == "server_shutting_down"
+    assert "drain deadline" in events[-1]["error"]["message"]
+    assert not [e for e in events[:-1] if e["type"] in TERMINAL_TYPES]
+    assert (close_code, reason) == (1001, "server shutting down")
     assert server.process.wait(15) == 0
 
 

@@ -80,3 +80,74 @@ def test_over_the_http_connection_cap_the_answer_is_503_before_reading(
                 sock.close()
     assert status_of(raw) == 503
     assert b"Retry-After: 1" in raw
+
+
+def _send_all_then_read(port: int, request: bytes) -> bytes:
+    """Send the whole request, then read to the end: a reset on either side fails the test."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        received = b""
+        while data := sock.recv(65536):
+            received += data
+    return received
+
+
+@pytest.mark.parametrize("times_the_limit", [1, 4, 16, 64])
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_an_oversized_body_is_413_never_a_reset(
+    thread_server: Any, times_the_limit: int, framing: str
+) -> None:
+    limit = 16 * 1024
+    body = b"x" * (limit * times_the_limit + 1)
+    if framing == "chunked":
+        chunks = b"".join(
+            b"%x\r\n%s\r\n" % (len(body[i : i + 8192]), body[i : i + 8192])
+            for i in range(0, len(body), 8192)
+        )
+        request = POST_HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
+    else:
+        request = POST_HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    with thread_server(limits=Limits(max_message_bytes=limit)) as server:
+        raw = _send_all_then_read(server.port, request)
+    assert status_of(raw) == 413
+    assert _error_body(raw)["code"] == "request_too_large"
+
+
+UPGRADE_HEAD = (
+    b"GET /v1/responses HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+)
+
+
+@pytest.mark.parametrize("line_kib", [9, 12, 15])
+def test_an_upgrade_with_a_header_line_over_8_kib_is_431(thread_server: Any, line_kib: int) -> None:
+    # under the 16 KiB head limit, over the 8 KiB line limit of the WebSocket parser
+    request = UPGRADE_HEAD + b"X-Pad: " + b"a" * (line_kib * 1024) + b"\r\n\r\n"
+    with thread_server() as server:
+        raw = _send_all_then_read(server.port, request)
+    assert status_of(raw) == 431
+    assert _error_body(raw)["code"] == "headers_too_large"
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        UPGRADE_HEAD.replace(b"GET", b"POST") + b"Content-Length: 2\r\n\r\n{}",
+        UPGRADE_HEAD.replace(b"HTTP/1.1", b"HTTP/1.0") + b"\r\n",
+    ],
+    ids=["post-with-upgrade-headers", "http-1.0-upgrade"],
+)
+def test_an_upgrade_websockets_cannot_parse_is_400(
+    thread_server: Any, request_bytes: bytes
+) -> None:
+    with thread_server() as server:
+        raw = _send_all_then_read(server.port, request_bytes)
+    assert status_of(raw) == 400
+    assert _error_body(raw)["code"] == "invalid_upgrade"
+
+
+def test_a_good_upgrade_still_opens(thread_server: Any) -> None:
+    with thread_server() as server, socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.settimeout(30)
+        sock.sendall(UPGRADE_HEAD + b"\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 101 ")
