@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.report import board, gate
+from harness.report import board, gate, gate_micro
 from harness.report.gate_text import render_markdown, render_text
 from harness.results.schema import ResultsSchemaError, dumps_result, load_result, ttft_definition
 from harness.results.store import list_results
@@ -50,8 +50,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 # -- wsmode gate -----------------------------------------------------------------------------------
 def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--baseline", required=True, metavar="FILE", help="baseline results file")
-    parser.add_argument("--current", required=True, metavar="FILE", help="current results file")
+    parser.add_argument(
+        "--baseline",
+        required=True,
+        metavar="FILE",
+        help="baseline results or pytest-benchmark file",
+    )
+    parser.add_argument(
+        "--current", required=True, metavar="FILE", help="current results or pytest-benchmark file"
+    )
     parser.add_argument(
         "--thresholds",
         metavar="FILE.toml",
@@ -86,15 +93,17 @@ def gate_main(
             if args.min_samples < 1:
                 raise gate.GateInputError("--min-samples must be at least 1")
             config.min_samples = args.min_samples
-        baseline = load_result(args.baseline)
-        current = load_result(args.current)
-        report = gate.run_gate(
-            baseline,
-            current,
-            config,
-            require_samples=args.require_samples,
-            strict=args.strict,
-        )
+        micro = gate_micro.read_if_micro(args.baseline), gate_micro.read_if_micro(args.current)
+        if micro != (None, None):  # pytest-benchmark JSON (scripts/microbench)
+            report = gate_micro.run_micro_gate(*micro, config, require_samples=args.require_samples)
+        else:
+            report = gate.run_gate(
+                load_result(args.baseline),
+                load_result(args.current),
+                config,
+                require_samples=args.require_samples,
+                strict=args.strict,
+            )
     except (gate.GateInputError, ResultsSchemaError) as exc:
         return usage_error(GATE, str(exc), err=err)
     out.write(render_text(report))

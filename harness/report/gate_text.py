@@ -14,6 +14,8 @@ def _fmt_value(f: MetricFinding, value: float | None) -> str:
         return f"{value:.2f}%"
     if f.metric.startswith("speedup"):
         return f"{value:.3f}×"
+    if f.metric.endswith("_us"):  # a micro-benchmark's time per call
+        return f"{value:.3f} µs" if value < 10 else f"{value:,.1f} µs"
     return f"{value:.3f} ms" if value < 10 else f"{value:.1f} ms"
 
 
@@ -79,6 +81,7 @@ _METRIC_HEADER = [
     "status",
 ]
 _CASE_HEADER = ["case", "level", "baseline", "current", "status"]
+LATENCY_REPORT_KINDS = ("bench", "load", "micro")  # metrics rows; certify has case rows
 
 
 def _case_rows(report: GateReport) -> list[list[str]]:
@@ -105,7 +108,9 @@ def _verdict_line(report: GateReport) -> str:
 
 def _table(report: GateReport) -> tuple[Sequence[str], list[list[str]]]:
     """The header and rows both renderings show: metrics for a bench, cases for certify."""
-    if report.kind in ("bench", "load"):
+    if report.kind == "micro":  # one row per pytest-benchmark benchmark
+        return ["benchmark", *_METRIC_HEADER[1:]], _metric_rows(report)
+    if report.kind in LATENCY_REPORT_KINDS:
         return _METRIC_HEADER, _metric_rows(report)
     return _CASE_HEADER, _case_rows(report)
 
@@ -161,11 +166,16 @@ def render_markdown(report: GateReport) -> str:
     if report.notes:
         lines.append("")
     lines.append(f"**{_verdict_line(report)}**")
-    if report.kind in ("bench", "load"):
+    if report.kind in LATENCY_REPORT_KINDS:
         lines += [
             "",
             "A regression is called only when the whole bootstrap 95% interval of the change lies "
             "beyond the limit; `noisy` means the point estimate is beyond it but the interval is "
             "not. MWU p is the Mann-Whitney U p-value (informational).",
         ]
+        if report.kind == "micro":
+            lines.append(
+                "A micro-benchmark's median must also move by more than the baseline's "
+                "interquartile range, and its fastest round beyond the limit too."
+            )
     return "\n".join(lines) + "\n"
