@@ -33,6 +33,8 @@ _HELP = {
     "wsmode_connection_cache_entries": ("gauge", "Responses held in connection caches."),
     "wsmode_connection_cache_bytes": ("gauge", "Estimated bytes held in connection caches."),
     "wsmode_prefix_cache_bytes": ("gauge", "Estimated bytes held in the engine's prefix cache."),
+    "wsmode_prefix_cache_queries_total": ("counter", "Prompt tokens looked up."),
+    "wsmode_prefix_cache_hits_total": ("counter", "Prompt tokens found in the prefix cache."),
     "wsmode_store_bytes": ("gauge", "Payload bytes in the response store."),
     "wsmode_store_materialised_bytes": (
         "gauge",

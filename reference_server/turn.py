@@ -277,6 +277,9 @@ class TurnRunner:
     ) -> TurnOutcome:
         request, services = prepared.request, self.services
         cached_tokens = services.prefix_cache.match(prepared.prompt.item_keys)
+        # as vLLM counts them (its /metrics), so a bench reads either engine the same way
+        services.metrics.inc("wsmode_prefix_cache_queries_total", prepared.prompt.token_count)
+        services.metrics.inc("wsmode_prefix_cache_hits_total", cached_tokens)
         try:
             plan = plan_response(
                 services.engine,

@@ -175,6 +175,28 @@ def _add_workload_arguments(work: argparse._ArgumentGroup) -> None:
         "a real target needs one it serves",
     )
     work.add_argument("--prewarm", action="store_true", help="ws: generate:false before turn 0")
+    work.add_argument(
+        "--engine-metrics",
+        metavar="URL",
+        help="the Prometheus /metrics of the engine behind the target (vLLM's): its prefix-cache "
+        "hit rate is read around each variant, which then replay one after another",
+    )
+    cap = work.add_mutually_exclusive_group()
+    cap.add_argument(
+        "--output-cap-scale",
+        type=float,
+        default=1.0,
+        help="each turn asks max_output_tokens = its recorded output tokens x this (default 1; "
+        "at least 16; not with --script, whose output is the recorded one); turns that produced "
+        "more or less are reported",
+    )
+    cap.add_argument(
+        "--no-output-cap",
+        dest="output_cap_scale",
+        action="store_const",
+        const=None,
+        help="send no max_output_tokens (a real model then generates until it stops)",
+    )
 
 
 def _add_load_arguments(load: argparse._ArgumentGroup) -> None:
@@ -307,6 +329,8 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         label=args.label,
         html=args.html,
         turn_timeout_s=args.turn_timeout_s,
+        output_cap_scale=args.output_cap_scale,
+        engine_metrics_url=args.engine_metrics,
     )
 
 

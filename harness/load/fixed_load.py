@@ -5,9 +5,12 @@ user message of synthetic text (`input_tokens`, fixed or normal around a mean), 
 `max_output_tokens`; `store` false, except over `http-chained`, which stores so that the next
 turn's `previous_response_id` resolves. Nothing project-only (no `wsmode` field) is sent.
 
-A *conversation* is `turns` requests on one connection (ws) or one chain (http-chained), each
-turn chained to the previous response with `previous_response_id` and carrying a fresh user
-message of the same shape; over `http` every request stands alone. Two schedules:
+A *conversation* is `turns` requests, each turn carrying a fresh user message of the same
+shape: on one connection (ws) or one chain (http-chained) each turn is chained to the previous
+response with `previous_response_id`; over `http` each turn resends the whole conversation so
+far (every earlier user message and answer, then the new message), as a stateless client does.
+So the three modes do the same work turn by turn, and the table's input tokens per turn show
+it. Two schedules:
 
 - closed loop (no rate): `concurrency` conversations in flight, a new one as soon as one ends;
 - open loop (`rate_per_s`, Poisson arrivals of requests): each arrival takes an idle
@@ -48,8 +51,15 @@ from typing import Any, Protocol
 from harness.load.bench.result import record_turn
 from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S, TargetWatch
 from harness.load.modes import Mode, parse_mode
-from harness.load.replay import Endpoint, ReplayOptions, Session, exchange_error, fill_metrics
+from harness.load.replay import (
+    Endpoint,
+    ReplayOptions,
+    Session,
+    capped_exchange_error,
+    fill_metrics,
+)
 from harness.load.replay_results import TurnResult
+from harness.protocol.items import history_item
 from harness.results.histograms import MetricSet
 from harness.transport.events import TransportError
 from harness.transport.exchange import Exchange
@@ -111,6 +121,11 @@ class LoadSpec:
     @property
     def chained(self) -> bool:
         return self.mode != "http" and self.turns > 1
+
+    @property
+    def resends_history(self) -> bool:
+        """`http` with several turns: each turn resends the conversation so far."""
+        return self.mode == "http" and self.turns > 1
 
     def share(self, index: int, parts: int) -> LoadSpec | None:
         """Process `index` of `parts`: its concurrency, rate and count (None: nothing to do).
@@ -205,12 +220,7 @@ def request_body(spec: LoadSpec, rng: random.Random, previous_id: str | None) ->
 
 def load_error(exchange: Exchange) -> str | None:
     """Why a request failed, or None: completed, or stopped at the max_output_tokens asked for."""
-    error = exchange_error(exchange)
-    if error is None or not error.startswith("response.incomplete"):
-        return error
-    details = (exchange.final_response or {}).get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, Mapping) else None
-    return None if reason == "max_output_tokens" else f"response.incomplete ({reason})"
+    return capped_exchange_error(exchange)
 
 
 # -- what one process measures ---------------------------------------------------------------------
@@ -327,6 +337,7 @@ class _Conversation:
         self.options = ReplayOptions(mode=spec.mode, turn_timeout_s=spec.timeout_s)
         self.session = Session(spec.endpoint, self.options)
         self.previous_id: str | None = None
+        self.history: list[dict[str, Any]] = []  # http: the conversation so far, resent whole
         self.turns_done = 0
         self.opened = False
         self.broken = False
@@ -345,6 +356,8 @@ class _Conversation:
                 self.opened = True
                 await self.session.open()
             body = request_body(self.spec, rng, self.previous_id if self.spec.chained else None)
+            if self.spec.resends_history:
+                body["input"] = [*self.history, *body["input"]]
             done = await self.watch.race(self.session.exchange(body))
             if done is None:  # a probe found the target dead while this one was in flight
                 return _failed(turn, f"given up: {self.watch.dead_reason}", self)
@@ -363,6 +376,11 @@ class _Conversation:
         _add_lag(turn, lag_ms)
         turn.ok = True
         self.previous_id = exchange.response_id
+        if self.spec.resends_history and exchange.response is not None:
+            answers = (
+                history_item(i, include_reasoning=False) for i in exchange.response.output_items()
+            )
+            self.history = [*body["input"], *(a for a in answers if a is not None)]
         return turn
 
     async def ask_watch(self) -> None:

@@ -22,6 +22,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import queue
+import statistics
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from harness.load.gc_policy import load_gc
 from harness.load.table import Column, legend, number, render
 from harness.progress import Progress, phase
 from harness.results.schema import finish_result, new_result
-from harness.results.work import UNEQUAL_WORK_RATIO, describe_tokens, token_summary, unequal_work
+from harness.results.work import describe_tokens, token_summary, unequal_work
 from harness.results.workload import load_workload
 
 CHILD_START_TIMEOUT_S = 60.0
@@ -211,13 +212,14 @@ def load_warnings(entry: Mapping[str, Any], spec: LoadSpec) -> list[str]:
 
 
 def load_baseline(specs: Sequence[LoadSpec]) -> str | None:
-    """The mode whose turns carry the whole conversation: http-chained (chained turns), or
-    http when every request stands alone; None when neither ran."""
+    """The mode whose turns carry the whole conversation by construction: http-chained (the
+    server hydrates the chain from its store), else http (it resends the conversation every
+    turn); None when neither ran."""
     modes = {s.mode for s in specs}
-    turns = max((s.turns for s in specs), default=1)
-    if "http-chained" in modes:
-        return "http-chained"
-    return "http" if "http" in modes and turns == 1 else None
+    for mode in ("http-chained", "http"):
+        if mode in modes:
+            return mode
+    return None
 
 
 def build_load_result(
@@ -276,6 +278,7 @@ LOAD_COLUMNS = (
     Column("failed"),
     Column("req/s"),
     Column("out tok/s"),
+    Column("in tok/turn"),
     Column("CPU ms/req"),
 )
 LATENCY_COLUMNS = (
@@ -317,6 +320,7 @@ def format_load_table(result: Mapping[str, Any]) -> str:
                 number(entry["requests_failed"]),
                 number(float(entry["requests_per_s"])),
                 number(round(entry["output_tokens_per_s"])),
+                number(_per_turn(load, mode), 0),
                 number(entry["client_cpu_ms_per_request"], 3),
             ]
         )
@@ -342,6 +346,11 @@ def format_load_table(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _per_turn(load: Mapping[str, Any], mode: str) -> float | None:
+    value = load.get("tokens", {}).get(mode, {}).get("input_tokens_per_turn")
+    return float(value) if isinstance(value, int | float) else None
+
+
 def format_load_notes(result: Mapping[str, Any]) -> list[str]:
     """Below the table: each mode's prompts and tokens, then every warning and flag."""
     load = result["load"]
@@ -361,30 +370,28 @@ def format_load_notes(result: Mapping[str, Any]) -> list[str]:
                 f"warning: {mode}: overloaded: requests waited {_ms(queue)} ms (median) for a free "
                 f"slot; TTFT and e2e count that wait (from the intended start), TPOT and ITL do not"
             )
+    by_turn = input_tokens_by_turn(load.get("samples", []))
+    if any(len(t) > 1 for t in by_turn.values()):
+        lines += legend(
+            "input tokens by turn (median of ok requests): "
+            + "; ".join(f"{m} {' → '.join(f'{v:,.0f}' for v in t)}" for m, t in by_turn.items())
+        )
     lines += [f"UNEQUAL WORK: {flag['message']}" for flag in load.get("unequal_work", [])]
-    note = different_shapes_note(result)
-    return lines + ([note] if note else [])
+    return lines
 
 
-def different_shapes_note(result: Mapping[str, Any]) -> str | None:
-    """When `http` ran beside a chained mode with several turns: its requests stand alone while
-    the chained turns carry their conversation, so the modes did different work by design (no
-    pairing, no flag): say so, and how to compare the same conversations."""
-    modes = result["config"].get("modes", {})
-    turns = max((int(m.get("turns") or 1) for m in modes.values()), default=1)
-    tokens = result["load"].get("tokens", {})
-    if "http" not in tokens or len(tokens) < 2 or turns < 2:
-        return None
-    per_turn = {m: t.get("input_tokens_per_turn") for m, t in tokens.items()}
-    known = [v for v in per_turn.values() if v]
-    if not known or min(known) >= UNEQUAL_WORK_RATIO * max(known):
-        return None
-    shown = ", ".join(f"{m} {v:,.0f}" for m, v in per_turn.items() if v)
-    return (
-        f"note: the modes did different work (input tokens per turn: {shown}): http requests "
-        "stand alone, chained turns carry their conversation; --modes ws,http-chained compares "
-        "the same conversations"
-    )
+def input_tokens_by_turn(samples: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """Per mode, the median input tokens of each turn index (ok requests), in turn order: equal
+    work shows as equal rows."""
+    grouped: dict[str, dict[int, list[int]]] = {}
+    for s in samples:
+        if s.get("ok") and isinstance(s.get("input_tokens"), int):
+            turns = grouped.setdefault(s["mode"], {})
+            turns.setdefault(int(s["turn_index"]), []).append(s["input_tokens"])
+    return {
+        mode: [statistics.median(turns[i]) for i in sorted(turns)]
+        for mode, turns in grouped.items()
+    }
 
 
 def print_load(out: TextIO, result: Mapping[str, Any]) -> None:

@@ -32,6 +32,23 @@ splits into ``inference_ms`` (the server's simulated queue + prefill, from the t
 ``wsmode`` stamps, plus the decode span measured at the client) and ``api_ms`` (everything else:
 connection setup, transport, the server's API stages, client work).
 
+Output caps: each create asks ``max_output_tokens`` = the turn's recorded output length
+(``Turn.output_tokens``) x ``output_cap_scale`` (at least :data:`MIN_OUTPUT_CAP_TOKENS`, the
+API's smallest), so a real model that would generate until its context is full does the
+recorded work; ``output_cap_scale=None`` lifts the cap. A scripted replay (``send_script``, the
+reference server) sends no cap: the script is the recorded output, counted in the server's own
+tokens. A response that ends ``incomplete`` because it reached the cap is a turn done; each turn
+records the cap it asked for, and the bench reports the turns whose target produced more (the
+cap ignored) or less than asked (:func:`harness.load.replay_results.output_cap_summary`). A
+function call the cap cut (``status: incomplete``, or its arguments unfinished JSON) is neither
+answered nor resent over ``http`` (the API refuses such arguments in an input); over ``ws`` and
+``http-chained`` the server holds it in the chain and it is answered like any call.
+
+Abandoned turns are cancelled on the target: a turn that times out, or that a probe or the
+run's duration limit gives up, has its stream closed (HTTP: the connection is dropped, never
+returned to the keep-alive pool; ws: the socket is closed), which is how the API cancels a
+streaming response; the turn's error says so (:data:`CANCELLED_NOTE`).
+
 Failures are counted apart: a failed turn yields a sample with ``ok=False`` and its error, no
 latency values, and ends the rollout (its e2e is not a latency sample either).
 
@@ -44,6 +61,8 @@ counts as tool time, like the time before a turn.
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -65,6 +84,10 @@ from harness.transport.ws import WsClient
 
 GENERIC_OUTPUT = "ok"
 CONTINUE_TEXT = "Continue."
+#: the smallest ``max_output_tokens`` the API accepts
+MIN_OUTPUT_CAP_TOKENS = 16
+#: what a timed-out or abandoned turn's error ends with: its stream was closed on the target
+CANCELLED_NOTE = "cancelled on the target (stream closed)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +125,8 @@ class ReplayOptions:
     # a line put before the instructions so that no other variant or run shares this one's
     # prompt prefix in the target's prefix cache (results.work); None: the trace's instructions
     cache_salt: str | None = None
+    # max_output_tokens = the turn's recorded output tokens x this; None: no cap sent
+    output_cap_scale: float | None = 1.0
 
     @property
     def read_timeout_s(self) -> float:
@@ -114,6 +139,9 @@ class ReplayOptions:
             raise ValueError("time_scale must be >= 0")
         if self.max_turns is not None and self.max_turns < 1:
             raise ValueError("max_turns must be >= 1")
+        scale = self.output_cap_scale
+        if scale is not None and not (math.isfinite(scale) and scale > 0):
+            raise ValueError("output_cap_scale must be > 0 (None lifts the cap)")
 
     @property
     def effective_store(self) -> bool:
@@ -123,6 +151,14 @@ class ReplayOptions:
 
 
 # -- building requests (no I/O) --------------------------------------------------------------------
+def output_cap_tokens(turn: Turn, scale: float | None) -> int | None:
+    """The `max_output_tokens` a turn asks for: its recorded output tokens x `scale`, at least
+    the API's minimum; None when the cap is lifted."""
+    if scale is None:
+        return None
+    return max(MIN_OUTPUT_CAP_TOKENS, math.ceil(turn.output_tokens * scale))
+
+
 def reproduces(items: Sequence[Mapping[str, Any]], specs: Sequence[OutputSpec]) -> bool:
     """True when the emitted output items are exactly the recorded ones (the tool outputs a
     multi-agent response lists are the client's own, not the model's)."""
@@ -231,6 +267,10 @@ class RolloutState:
             body["tools"] = list(self.rollout.tools)
         if self.rollout.multi_agent is not None:
             body["multi_agent"] = dict(self.rollout.multi_agent)
+        # a script fixes the output itself (its length in the server's own tokens)
+        cap = None if opts.send_script else output_cap_tokens(turn, opts.output_cap_scale)
+        if cap is not None:
+            body["max_output_tokens"] = cap
         if opts.mode == "http":
             body["input"] = [*self.history, *answers.items]
             if opts.include_reasoning:
@@ -253,6 +293,7 @@ class RolloutState:
     def prewarm_request(self, turn: Turn) -> dict[str, Any]:
         body, _ = self.request(turn)
         body.pop("wsmode", None)
+        body.pop("max_output_tokens", None)  # nothing is generated
         body["generate"] = False
         return body
 
@@ -264,15 +305,32 @@ class RolloutState:
         output = exchange.response.output_items()
         self.previous_response_id = exchange.response_id
         in_flight = self.rollout.multi_agent is not None  # its calls were answered by inject
+        stateless = self.options.mode == "http"
+        if stateless:  # a call cut by max_output_tokens cannot be resent (its arguments are cut)
+            output = [i for i in output if not _cut_call(i)]
         calls = [] if in_flight else [i for i in output if i.get("type") == "function_call"]
         self.emitted_calls = [dict(i) for i in calls]
         self.recorded_calls = turn.call_ids
-        if self.options.mode == "http":
+        if stateless:
             self.history.extend(dict(i) for i in sent_items)
             for item in output:
                 converted = history_item(item, include_reasoning=self.options.include_reasoning)
                 if converted is not None:
                     self.history.append(converted)
+
+
+def _cut_call(item: Mapping[str, Any]) -> bool:
+    """A function call cut short: marked incomplete, or its arguments not whole JSON (a server
+    that truncates at max_output_tokens without saying so)."""
+    if item.get("type") != "function_call":
+        return False
+    if item.get("status") == "incomplete":
+        return True
+    try:
+        json.loads(str(item.get("arguments") or "{}"))
+    except ValueError:
+        return True
+    return False
 
 
 # -- measuring one exchange ------------------------------------------------------------------------
@@ -313,6 +371,27 @@ def fill_metrics(result: TurnResult, exchange: Exchange, context_estimate: int) 
         result.violations = tuple(
             v.rule_id for v in exchange.response.violations if RULES[v.rule_id][0] == "MUST"
         )
+
+
+def reached_output_cap(exchange: Exchange) -> bool:
+    """The response ended `incomplete` because it reached the `max_output_tokens` asked for."""
+    final = exchange.final_response or {}
+    details = final.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    return final.get("status") == "incomplete" and reason == "max_output_tokens"
+
+
+def capped_exchange_error(exchange: Exchange) -> str | None:
+    """As `exchange_error`, for a create that sent `max_output_tokens`: stopping there is what
+    was asked for, not a failure."""
+    error = exchange_error(exchange)
+    if error is None or not error.startswith("response.incomplete"):
+        return error
+    if reached_output_cap(exchange):
+        return None
+    details = (exchange.final_response or {}).get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    return f"response.incomplete ({reason})"
 
 
 def exchange_error(exchange: Exchange) -> str | None:
@@ -427,6 +506,8 @@ class Session:
             )
             self.timed_out = isinstance(ex.transport_error, TargetTimeout)
             self.broken = ex.transport_error is not None
+            if self.timed_out:
+                await self.cancel()
             return ex, ex.bytes_sent, ex.bytes_received
         assert self.sse is not None
         sent0, received0 = self.sse.bytes_sent, self.sse.bytes_received
@@ -455,7 +536,17 @@ class Session:
             timeout_s=self.options.turn_timeout_s,
         )
         self.timed_out = isinstance(done.exchange.transport_error, TargetTimeout)
-        return done, self.ws.bytes_sent - sent0, self.ws.bytes_received - received0
+        sent, received = self.ws.bytes_sent - sent0, self.ws.bytes_received - received0
+        if self.timed_out:
+            await self.cancel()
+        return done, sent, received
+
+    async def cancel(self) -> None:
+        """Abandon the response in flight: over ws close the socket now (the API cancels a
+        response whose connection goes); an HTTP stream given up has already had its connection
+        dropped by the client (never pooled half-read). The rollout ends after this turn."""
+        if self.ws is not None:
+            await self.ws.close()
 
     async def close(self) -> None:
         if self.ws is not None:
@@ -621,7 +712,11 @@ async def _run_turn(
         exchange, sent, received = await session.exchange(body)
     out.bytes_sent += sent
     out.bytes_received += received
-    error = exchange_error(exchange)
+    out.output_cap_tokens = body.get("max_output_tokens")
+    capped = out.output_cap_tokens is not None
+    error = capped_exchange_error(exchange) if capped else exchange_error(exchange)
+    if error is not None and session.timed_out:
+        error = f"{error}; {CANCELLED_NOTE}"
     fill_metrics(out, exchange, rollout.context_tokens_estimate(turn.index))
     if injected is not None:
         error = injected.error or error
@@ -642,6 +737,7 @@ async def _run_turn(
     )
     if options.send_script:
         out.reproduced = reproduces(output, turn.output)
+    out.reached_output_cap = capped and reached_output_cap(exchange)
     out.ok = True
     state.observe(turn, answers.items, exchange)
     return out

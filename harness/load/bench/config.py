@@ -96,6 +96,11 @@ class BenchConfig:
     label: str = "bench"
     html: bool = True
     turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S
+    # each turn asks max_output_tokens = its recorded output tokens x this; None: no cap
+    output_cap_scale: float | None = 1.0
+    # the Prometheus page of the engine behind the target: its prefix-cache counters are read
+    # around each variant, which then replay one after another (harness.load.engine_metrics)
+    engine_metrics_url: str | None = None
     quiet: bool = False
     # a fresh token per run: with a target of the user's, each variant's prompts start with a
     # line of their own (variants.cache_salt), so no variant warms another's prefix cache
@@ -142,6 +147,8 @@ class BenchConfig:
             "seed": self.seed,
             "label": self.label,
             "turn_timeout_s": self.turn_timeout_s,
+            "output_cap_scale": self.output_cap_scale,
+            "engine_metrics_url": self.engine_metrics_url,
             "cache_salt": None if self.embedded else self.cache_salt,
         }
 
@@ -158,6 +165,10 @@ def check_config(config: BenchConfig) -> None:
     """Raise ValueError naming the option for a configuration the run cannot honour."""
     if not config.modes:
         raise ValueError("--modes: no mode given (choose from ws,http,http-chained)")
+    if config.engine_metrics_url is not None and config.schedule == "sweep":
+        raise ValueError(
+            "--engine-metrics reads the counters around each variant: not with a sweep"
+        )
     if config.ablation and not config.embedded:
         raise ValueError("--ablation needs the embedded server (it switches flags)")
     _at_least("--time-scale", config.time_scale, 0)
@@ -169,6 +180,7 @@ def check_config(config: BenchConfig) -> None:
     _at_least("--max-rollouts", config.max_rollouts, 1)
     _at_least("--duration-s", config.duration_s, 0, strict=True)
     _at_least("--turn-timeout-s", config.turn_timeout_s, 0, strict=True)
+    _at_least("--output-cap-scale", config.output_cap_scale, 0, strict=True)
     if config.schedule == "open":
         _at_least("--rate", config.rate_per_s, 0, strict=True)
     if config.schedule == "sweep":
@@ -231,6 +243,15 @@ def describe_tool_time(config: BenchConfig) -> str:
     if config.time_scale == 0:
         return "tool time not waited (time_scale 0)"
     return f"tool time waited x{config.time_scale:g}"
+
+
+def describe_output_cap(config: BenchConfig) -> str:
+    if config.effective_send_script:
+        return "no output cap: each turn's output is its recorded one, sent as wsmode.script"
+    if config.output_cap_scale is None:
+        return "no output cap (--no-output-cap: a model generates until it stops)"
+    scale = "" if config.output_cap_scale == 1 else f" x{config.output_cap_scale:g}"
+    return f"each turn capped at its recorded output length{scale} (max_output_tokens)"
 
 
 def describe_schedule(config: BenchConfig) -> str:

@@ -14,6 +14,8 @@ from typing import Any
 
 from harness.load.bench.recorded import format_recorded
 from harness.load.bench.result import CUT_ERROR, is_cut
+from harness.load.engine_metrics import describe_engine_cache
+from harness.load.replay_results import describe_output_caps
 from harness.load.table import Column, legend, number, render
 from harness.progress import MAX_COLUMNS
 from harness.results.work import describe_tokens
@@ -110,6 +112,16 @@ def format_work(result: Mapping[str, Any]) -> str:
         flag = comp.get("unequal_work")
         if flag:
             lines += legend(f"UNEQUAL WORK: {flag['message']}")
+    engine = bench.get("engine_cache")
+    if engine:
+        lines += legend(f"The engine's own prefix cache ({engine['metrics_url']}, per variant):")
+        for name, entry in engine["variants"].items():
+            lines += legend(describe_engine_cache(name, entry), indent="  ")
+    caps = bench.get("output_caps", {})
+    if caps:
+        lines.append("Output caps (max_output_tokens from each turn's recorded output, ok turns):")
+        for name, summary in caps.items():
+            lines += legend(describe_output_caps(name, summary), indent="  ")
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from harness.load.bench.config import BenchConfig
 from harness.load.bench.recorded import recorded_vs_replayed
 from harness.load.bench.variants import NOCACHE_VARIANT, OPTIMIZATION_FLAGS, Variant, ablation_name
-from harness.load.replay_results import RolloutResult, TurnResult
+from harness.load.replay_results import RolloutResult, TurnResult, output_cap_summary
 from harness.results import compare as cmp
 from harness.results.histograms import MetricSet
 from harness.results.schema import finish_result, new_result
@@ -44,6 +44,8 @@ class BenchRun:
     elapsed_s: float = 0.0
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what the run could not do as asked
+    # --engine-metrics: each variant's engine prefix-cache counters (engine_metrics.counter_delta)
+    engine_cache: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def real_failures(self) -> list[RolloutResult]:
         """Failed rollouts other than those cut at the limit the user set (those are expected)."""
@@ -163,6 +165,13 @@ def build_result(run: BenchRun) -> dict[str, Any]:
         for c in analysis["comparisons"]
     ]
     bench["tokens"] = {name: token_summary(bench["samples"], name) for name in names}
+    caps = {name: output_cap_summary(bench["samples"], name) for name in names}
+    bench["output_caps"] = {name: summary for name, summary in caps.items() if summary}
+    if run.engine_cache:
+        bench["engine_cache"] = {
+            "metrics_url": config.engine_metrics_url,
+            "variants": dict(run.engine_cache),
+        }
     bench["analysis"] = _analysis_section(analysis)
     bench["analysis"]["recorded_vs_replayed"] = recorded_vs_replayed(
         run.rollouts, bench["samples"], names

@@ -26,6 +26,7 @@ from harness.load.bench.config import (
     BenchConfig,
     check_config,
     describe_bounds,
+    describe_output_cap,
     describe_schedule,
     describe_subset,
     describe_tool_time,
@@ -48,6 +49,7 @@ from harness.load.bench.variants import (
     build_variants,
     embedded_servers,
 )
+from harness.load.engine_metrics import EngineMetricsError, counter_delta, read_counters
 from harness.load.gc_policy import load_gc
 from harness.load.liveness import TargetWatch
 from harness.load.replay import HttpClientPool, replay_rollout
@@ -321,6 +323,16 @@ async def _schedule_jobs(
             at_level = replace(schedule, concurrency=level)
             results += await run_jobs(at_level, jobs, f"bench, concurrency {level}")
         return results
+    if config.engine_metrics_url is not None:  # one variant after another, counters around each
+        results = []
+        one_variant = replace(schedule, max_jobs=config.max_rollouts)
+        for variant in dict.fromkeys(v for _, v in pairs):
+            jobs = [make_replay(r, v, spawns) for r, v in pairs if v is variant]
+            before = await read_counters(config.engine_metrics_url)
+            results += await run_jobs(one_variant, jobs, f"bench, {variant.name}")
+            after = await read_counters(config.engine_metrics_url)
+            run.engine_cache[variant.name] = counter_delta(before, after)
+        return results
     jobs = [make_replay(r, v, spawns) for r, v in pairs]
     return await run_jobs(schedule, jobs, "bench")
 
@@ -466,6 +478,7 @@ class RunWords:
         ]
         if self.bounds:
             notes.append(self.bounds)
+        notes.append(describe_output_cap(config))
         if config.embedded:
             notes.append("each variant replays as its own tenant (separate prefix cache)")
         return notes
@@ -510,6 +523,8 @@ def run_bench(
     except KeyboardInterrupt:
         err.write("interrupted\n")
         return 130
+    except EngineMetricsError as exc:
+        return usage_error(BENCH, str(exc), err=err)
     result = build_result(run)
     path = write_result(config.out, result)
     _print_summary(out, run, result, words)

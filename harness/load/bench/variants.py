@@ -89,6 +89,7 @@ def base_options(config: BenchConfig) -> ReplayOptions:
         max_turns=config.max_turns,
         turn_timeout_s=config.turn_timeout_s,
         seed=None,
+        output_cap_scale=config.output_cap_scale,
     )
 
 

@@ -1,0 +1,125 @@
+"""A real model does not stop on its own: each replayed turn asks `max_output_tokens` = its
+recorded output length, turns that produced more or less are reported, and a turn the harness
+gives up is cancelled on the target (its stream closed), so no generation outlives the run."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.load.modes import Mode
+from harness.load.replay import (
+    CANCELLED_NOTE,
+    MIN_OUTPUT_CAP_TOKENS,
+    Endpoint,
+    ReplayOptions,
+    output_cap_tokens,
+    replay_rollout,
+)
+from harness.load.replay_results import describe_output_caps, output_cap_summary
+from harness.traces.format import OutputSpec, Rollout, Turn, input_message
+from reference_server.app import ReferenceServer
+from tests.conformance.servers import NO_CAP_TOKENS, running
+
+from .replay_support import endpoint, reference_server, run, smoke_rollouts
+
+PROFILES = Path(__file__).resolve().parents[2] / "reference_server" / "profiles"
+
+
+def _replay(url: str, rollout: Rollout, **options: object) -> list[dict[str, object]]:
+    opts = ReplayOptions(mode="ws", send_script=False, **options)  # type: ignore[arg-type]
+    result = run(replay_rollout(rollout, Endpoint(ws_url=url), opts))
+    assert result.ok, result.error
+    return [t.to_sample() for t in result.turns]
+
+
+def test_a_model_that_never_stops_is_held_to_each_turns_recorded_length() -> None:
+    rollout = smoke_rollouts()[0]
+    with running("never-stops") as model:
+        capped = _replay(model.url, rollout)
+        opts = ReplayOptions(mode="ws", send_script=False, output_cap_scale=None, max_turns=1)
+        lifted = run(replay_rollout(rollout, Endpoint(ws_url=model.url), opts)).turns
+        halved = _replay(model.url, rollout, output_cap_scale=0.5, max_turns=2)
+    # every turn asked its recorded length (at least the API's minimum) and stopped there
+    assert len(capped) == len(rollout.turns)
+    for sample, turn in zip(capped, rollout.turns, strict=True):
+        cap = max(MIN_OUTPUT_CAP_TOKENS, turn.output_tokens)
+        assert sample["output_cap_tokens"] == cap == sample["output_tokens"]
+        assert sample["reached_output_cap"] is True
+    summary = output_cap_summary(capped, "ws")
+    assert summary is not None
+    assert (summary["turns"], summary["over_cap"], summary["under_cap"]) == (len(capped), 0, 0)
+    # lifted: no max_output_tokens, and the model runs until its context is full
+    assert lifted[0].output_cap_tokens is None and lifted[0].output_tokens == NO_CAP_TOKENS
+    for sample, turn in zip(halved, rollout.turns, strict=False):
+        assert sample["output_cap_tokens"] == output_cap_tokens(turn, 0.5)
+
+
+def test_turns_that_produce_less_or_more_than_asked_are_reported() -> None:
+    rollout = smoke_rollouts()[0]
+    with running("ok") as short:  # answers three tokens whatever is asked
+        samples = _replay(short.url, rollout, max_turns=2)
+    summary = output_cap_summary(samples, "ws")
+    assert summary is not None and summary["under_cap"] == 2 and summary["over_cap"] == 0
+    assert summary["under_example"]["output_tokens"] == 3
+    # a target that ignores the cap: its samples as the replay records them
+    over = [{**s, "output_tokens": s["output_cap_tokens"] * 3} for s in samples]
+    summary = output_cap_summary(over, "ws")
+    assert summary is not None and summary["over_cap"] == 2
+    line = describe_output_caps("ws", summary)
+    assert "2 produced more than asked (the target ignored the cap" in line
+
+
+# -- abandoned turns are cancelled on the target -------------------------------------------------
+@pytest.fixture(scope="module")
+def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceServer]:
+    """A reference server whose model decodes 20 tokens/s: a 4,000-token answer takes minutes."""
+    folder = tmp_path_factory.mktemp("slow")
+    profile = (PROFILES / "zero.toml").read_text(encoding="utf-8")
+    profile = profile.replace("decode_tokens_per_s = 1e9", "decode_tokens_per_s = 20")
+    (folder / "slow.toml").write_text(profile.replace('name = "zero"', 'name = "slow"'))
+    with reference_server(folder, profile=str(folder / "slow.toml")) as server:
+        yield server
+
+
+def _long_answer() -> Rollout:
+    text = " ".join(["word"] * 4000)
+    turn = Turn(
+        index=0, input=(input_message("Write at length."),), output=(OutputSpec.message(text),)
+    )
+    return Rollout(id="long", source="synthetic", agent_kind="unknown", model="m", turns=(turn,))
+
+
+async def _open_streams_after(server: ReferenceServer, opts: ReplayOptions) -> tuple[str, int]:
+    """Replay the long answer with a short turn timeout; the error, then the target's open
+    streams once they stop changing (bounded wait: the answer alone would take minutes)."""
+    result = await replay_rollout(_long_answer(), endpoint(server), opts)
+    metrics = server.services.metrics
+    deadline = time.monotonic() + 30
+    while metrics.in_flight and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return str(result.error), metrics.in_flight
+
+
+@pytest.mark.parametrize("mode", ["ws", "http"])
+def test_a_timed_out_turn_leaves_no_stream_open_on_the_target(
+    slow_server: ReferenceServer, mode: Mode
+) -> None:
+    opts = ReplayOptions(mode=mode, turn_timeout_s=1.0, output_cap_scale=None)
+
+    async def scenario() -> tuple[str, int, int]:
+        task = asyncio.create_task(_open_streams_after(slow_server, opts))
+        while not slow_server.services.metrics.in_flight and not task.done():
+            await asyncio.sleep(0.01)
+        generating = slow_server.services.metrics.in_flight  # the stream the turn opened
+        error, left = await task
+        return error, generating, left
+
+    error, generating, left = asyncio.run(scenario())
+    assert generating == 1
+    assert "within 1.0 s" in error and error.endswith(CANCELLED_NOTE), error
+    assert left == 0
