@@ -17,25 +17,33 @@
    client on core 0 and servers on core 1 (as a server is deployed), back to back (the target
    row); the same with 1 ms between turns in both clients (an agent runs its tool between turns,
    so a server always wakes from idle); everything on one core (pure CPU cost, no wake-up).
-   `--only continuation` runs this section alone.
+   `--only continuation` runs this section alone (`--only continuation --baseline DIR` adds
+   the unscripted continuation of the checkout at DIR, a before/after in the same rounds).
+   Both sides are timed alike: the same `websockets` client, the user-space clock from `send`
+   to the `recv` that returns the first text delta (or the echo), frames told apart by their
+   first bytes. The unscripted continuation (generated text: what an SDK or codex user gets)
+   is the target; the scripted one (one word, via the `wsmode` extension) is printed beside.
 Medians over repeated turns; the server always runs in a separate process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from websockets.asyncio.client import connect
 
 from harness.load.bench.embedded_server import EmbeddedServer
+from harness.protocol import wire
 from harness.protocol.extension import read_server_stamps
 from harness.transport.exchange import sse_exchange, ws_exchange
 from harness.transport.sse import SseClient
@@ -226,34 +234,51 @@ def api_overhead(profiles_dir: Path) -> dict[tuple[str, int], tuple[float, float
 PAUSE_BETWEEN_TURNS_S = 0.001  # the paced row: an agent loop's tool call, shortened
 
 
-async def continuation_ttfts(url: str, turns: int, pause_s: float = 0.0) -> tuple[list[float], int]:
-    client = await WsClient.connect(url)
-    samples, frame_bytes = [], 0
-    try:
-        script = {"script": [{"type": "message", "text": "ok"}]}
-        first = await ws_exchange(
-            client,
-            {"model": "m", "input": "hi", "store": False, "wsmode": script},
-            timeout_s=TIMEOUT_S,
-        )
-        previous = first.response_id
-        for turn in range(turns):
-            body = {
+_DELTA_PREFIX = b'{"type":"response.output_text.delta"'  # the server writes `type` first
+_TERMINAL_PREFIXES = (b'{"type":"response.completed"', b'{"type":"response.incomplete"')
+_CREATED_PREFIX = b'{"type":"response.created"'
+
+
+async def continuation_ttfts(
+    url: str, turns: int, pause_s: float = 0.0, *, scripted: bool
+) -> tuple[list[float], int]:
+    """Per continuation turn, ms from handing the frame to `send` to `recv` returning the first
+    text delta: the echo's clock and stamp (user space, `time.perf_counter_ns`, the same
+    `websockets` client), reading each frame's type from its first bytes, as the echo reads
+    nothing. Unscripted: the reply an SDK or codex user gets (generated text); scripted: one
+    word given by the `wsmode` extension. Also the frame's size, for the echo."""
+    script = {"wsmode": {"script": [{"type": "message", "text": "ok"}]}} if scripted else {}
+    samples, frame_bytes, previous = [], 0, None
+    async with connect(url, compression=None, max_size=None) as ws:
+        for turn in range(turns + 1):  # turn 0 starts the chain and is not counted
+            body: dict[str, Any] = {
+                "type": "response.create",
                 "model": "m",
                 "input": [user(f"turn {turn}")],
                 "store": False,
-                "previous_response_id": previous,
-                "wsmode": script,
+                **script,
             }
+            if previous is not None:
+                body["previous_response_id"] = previous
+            frame = wire.dumps(body).encode()
             if pause_s:
                 await asyncio.sleep(pause_s)
-            exchange = await ws_exchange(client, body, timeout_s=TIMEOUT_S)
-            assert exchange.ttft_ms is not None
-            samples.append(exchange.ttft_ms)
-            frame_bytes = exchange.bytes_sent
-            previous = exchange.response_id
-    finally:
-        await client.close()
+            first_delta_ns = 0
+            start = time.perf_counter_ns()
+            await ws.send(frame.decode())
+            while True:
+                message = await asyncio.wait_for(ws.recv(decode=False), TIMEOUT_S)
+                if not first_delta_ns and message.startswith(_DELTA_PREFIX):
+                    first_delta_ns = time.perf_counter_ns()
+                elif message.startswith(_CREATED_PREFIX):
+                    previous = wire.loads(message)["response"]["id"]
+                elif message.startswith(_TERMINAL_PREFIXES):
+                    break
+                elif message.startswith(b'{"type":"error"') or b'"response.failed"' in message[:40]:
+                    raise RuntimeError(f"the continuation failed: {message[:300]!r}")
+            if turn and first_delta_ns:
+                samples.append((first_delta_ns - start) / 1e6)
+                frame_bytes = len(frame)
     return samples, frame_bytes
 
 
@@ -291,46 +316,110 @@ def placements() -> list[Placement]:
     ]
 
 
-def continuation_vs_echo(place: Placement, rounds: int = 5) -> list[tuple[float, float]]:
-    """Per round, (continuation TTFT, echo RTT) medians over 300 turns, the two interleaved."""
+@dataclasses.dataclass(frozen=True)
+class ContinuationRound:
+    """One round's medians, ms: the unscripted and scripted continuations' TTFT, the echo RTT,
+    and with a baseline checkout its unscripted continuation's TTFT."""
+
+    unscripted: float
+    scripted: float
+    echo: float
+    baseline_unscripted: float | None = None
+
+
+@contextlib.contextmanager
+def _server(pythonpath: str | None) -> Iterator[EmbeddedServer]:
+    """The reference server of this checkout, or of the checkout at `pythonpath` (its
+    `reference_server` and `harness` first on the child's path: before/after in one run)."""
+    saved, cwd = os.environ.get("PYTHONPATH"), os.getcwd()
+    if pythonpath is not None:  # `python -m` puts its working directory first: that one too
+        os.environ["PYTHONPATH"] = pythonpath
+        os.chdir(pythonpath)
+    try:
+        server = EmbeddedServer(profile="zero").start()
+    finally:
+        os.chdir(cwd)
+        if pythonpath is not None:
+            os.environ.pop("PYTHONPATH")
+            if saved is not None:
+                os.environ["PYTHONPATH"] = saved
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def continuation_vs_echo(
+    place: Placement, rounds: int = 5, baseline: str | None = None
+) -> list[ContinuationRound]:
+    """Per round, medians over 300 turns of each, interleaved."""
     results = []
     turns = 300
     # the servers inherit the placement they start under; then the client takes its own
-    with (
-        pinned(place.servers),
-        EmbeddedServer(profile="zero") as ref,
-        echo_server() as port,
-        pinned(place.client),
-    ):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(pinned(place.servers))
+        ref = stack.enter_context(_server(None))
+        before = stack.enter_context(_server(baseline)) if baseline else None
+        port = stack.enter_context(echo_server())
+        stack.enter_context(pinned(place.client))
         for _ in range(rounds):
-            ttfts, frame_bytes = asyncio.run(continuation_ttfts(ref.ws_url, turns, place.pause_s))
+            unscripted, frame_bytes = asyncio.run(
+                continuation_ttfts(ref.ws_url, turns, place.pause_s, scripted=False)
+            )
+            scripted, _ = asyncio.run(
+                continuation_ttfts(ref.ws_url, turns, place.pause_s, scripted=True)
+            )
             echoes = asyncio.run(echo_rtts(port, frame_bytes, turns, place.pause_s))
-            results.append((statistics.median(ttfts[20:]), statistics.median(echoes[20:])))
+            old = None
+            if before is not None:
+                old_ttfts, _ = asyncio.run(
+                    continuation_ttfts(before.ws_url, turns, place.pause_s, scripted=False)
+                )
+                old = statistics.median(old_ttfts[20:])
+            results.append(
+                ContinuationRound(
+                    statistics.median(unscripted[20:]),
+                    statistics.median(scripted[20:]),
+                    statistics.median(echoes[20:]),
+                    old,
+                )
+            )
     return results
 
 
-def print_continuation_vs_echo() -> None:
+def print_continuation_vs_echo(baseline: str | None = None) -> None:
     print(
-        "3. WS continuation TTFT vs bare websockets echo RTT (same frame size), median ms, "
-        "profile zero, 5 interleaved rounds of 300 turns per row"
+        "3. WS continuation TTFT vs bare websockets echo RTT (same frame size, same client, same "
+        "user-space clock: send -> recv of the first delta / of the echo), median ms, profile "
+        "zero, 5 interleaved rounds of 300 turns per row; unscripted (generated text, what an SDK "
+        f"user gets) is the target, scripted (one word) beside it; load average {_load()}"
     )
     for index, place in enumerate(placements()):
-        rounds = continuation_vs_echo(place)
-        ttft = statistics.median(t for t, _ in rounds)
-        echo = statistics.median(e for _, e in rounds)
-        ratio = statistics.median(t / e for t, e in rounds)
-        spread = f"{min(t / e for t, e in rounds):.2f}-{max(t / e for t, e in rounds):.2f}"
-        target = "  (target <= 2)" if index == 0 else ""
-        print(
-            f"   {place.label:36s} continuation {ttft:.3f}  echo {echo:.3f}  "
-            f"ratio {ratio:.2f} (rounds {spread}){target}"
-        )
+        rounds = continuation_vs_echo(place, baseline=baseline)
+        echo = statistics.median(r.echo for r in rounds)
+        cells = []
+        labels = ("unscripted", "scripted", *(["baseline_unscripted"] if baseline else []))
+        for label in labels:
+            ratios = [getattr(r, label) / r.echo for r in rounds]
+            ttft = statistics.median(getattr(r, label) for r in rounds)
+            cells.append(
+                f"{label} {ttft:.3f} ratio {statistics.median(ratios):.2f} "
+                f"({min(ratios):.2f}-{max(ratios):.2f})"
+            )
+        target = "  (target: unscripted <= 2)" if index == 0 else ""
+        print(f"   {place.label:36s} echo {echo:.3f}  {'  '.join(cells)}{target}")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
 
 
 def main() -> int:
     started = time.monotonic()
-    if sys.argv[1:] == ["--only", "continuation"]:
-        print_continuation_vs_echo()
+    if sys.argv[1:3] == ["--only", "continuation"]:
+        # --baseline DIR: also the unscripted continuation of the checkout at DIR, same rounds
+        rest = sys.argv[3:]
+        print_continuation_vs_echo(rest[1] if rest[:1] == ["--baseline"] else None)
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         print("1. Decode rate (achieved / configured; target >= 0.99 single, >= 0.95 each of 16)")

@@ -50,7 +50,12 @@ from typing import Any, Final, TypeVar
 
 from reference_server.engine.argsynth import UnsatisfiableSchema, synthesize_arguments
 from reference_server.engine.cost_profile import Profile
-from reference_server.engine.filler_text import exact_split, filler_pieces, reasoning_summary
+from reference_server.engine.filler_text import (
+    exact_split,
+    filler_pieces,
+    reasoning_summary,
+    warm_filler_pool,
+)
 from reference_server.engine.generation_plan import (
     GenerationPlan,
     PlanError,
@@ -123,6 +128,7 @@ class Engine:
     def __init__(self, profile: Profile, seed: int = 0) -> None:
         self.profile = profile
         self.seed = seed
+        warm_filler_pool()  # once per process, at start-up rather than in a first reply
 
     def rng(self, seed_material: SeedMaterial, stream: str = "content") -> random.Random:
         """A random stream derived from (engine seed, stream, seed material) with SHA-256.

@@ -8,9 +8,10 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Mapping
+from functools import cache
 from typing import Final
 
-from harness.protocol.tokenizer import count_tokens, split
+from harness.protocol.tokenizer import split
 from reference_server.engine.argsynth import IDENTIFIERS
 
 
@@ -176,28 +177,53 @@ def _chunk(rng: random.Random) -> str:
     return _fill(rng.choice(_CODE), rng) + "\n"
 
 
+# Generated text comes from a pool of paragraphs made and split once (seeded, so every process
+# holds the same pool): a reply is a seeded draw of paragraphs cut at its token count, so a
+# turn spends microseconds on its text instead of generating and tokenizing paragraphs it then
+# cuts away (the cost that made an unscripted turn twice a scripted one).
+FILLER_POOL_SIZE: Final = 512
+_POOL_SEED: Final = 0x77736D6F  # "wsmo"
+
+
+@cache
+def _pool() -> tuple[tuple[str, ...], ...]:
+    """The paragraphs, each as its token pieces."""
+    rng = random.Random(_POOL_SEED)
+    return tuple(exact_split(_chunk(rng)) for _ in range(FILLER_POOL_SIZE))
+
+
+def warm_filler_pool() -> None:
+    """Make the pool now (tens of ms), so that no request waits for it: a server calls this at
+    start-up."""
+    _pool()
+
+
+def _clean_cut(pieces: tuple[str, ...]) -> bool:
+    """Whether the joined text re-splits into exactly these pieces (so a client re-tokenizing
+    the reply counts what usage says). Only the last paragraph's kept part is checked:
+    paragraphs end in a line break and begin with none, so whole ones join cleanly."""
+    return tuple(split("".join(pieces))) == pieces
+
+
 def filler_pieces(n: int, rng: random.Random) -> tuple[str, ...]:
     """Exactly ``n`` token pieces of coding-agent prose and code (seeded).
 
-    The text is cut at a token boundary; when possible the cut is chosen so that re-tokenizing
-    the joined text gives back the same pieces (the usual case with this tokenizer).
+    Paragraphs drawn from the pool, the last one cut at a token boundary; when possible (up to 4
+    draws; the usual case) at one where re-tokenizing the joined text gives back the same
+    pieces.
     """
     if n <= 0:
         return ()
-    chunks = [_chunk(rng)]
-    cut: list[str] = []
+    pool = _pool()
+    chosen: list[tuple[str, ...]] = []
+    last: tuple[str, ...] = ()
     for _attempt in range(4):
-        # Grow by chunk token counts (linear); boundaries can merge pieces, so check at the end.
-        estimate = sum(map(count_tokens, chunks))
-        while estimate <= n + 16:
-            chunks.append(_chunk(rng))
-            estimate += count_tokens(chunks[-1])
-        pieces = split("".join(chunks))
-        while len(pieces) <= n:
-            chunks.append(_chunk(rng))
-            pieces = split("".join(chunks))
-        cut = pieces[:n]
-        if split("".join(cut)) == cut:
+        chosen, total = [], 0
+        while total < n:
+            chosen.append(pool[rng.randrange(FILLER_POOL_SIZE)])
+            total += len(chosen[-1])
+        last = chosen.pop()
+        last = last[: n - (total - len(last))]  # what the reply keeps of it: 1..all pieces
+        if _clean_cut(last):
             break
-        chunks = [*chunks[1:], _chunk(rng)]  # move the cut: start one paragraph later
-    return tuple(cut)
+    return (*(piece for paragraph in chosen for piece in paragraph), *last)

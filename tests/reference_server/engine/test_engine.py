@@ -194,6 +194,9 @@ def test_filler_has_exactly_n_pieces(n: int, seed: int) -> None:
     pieces = filler_pieces(n, random.Random(seed))
     assert len(pieces) == n
     assert all(pieces)
+    # a client that re-tokenizes the reply counts what usage says (no 0 of 3,000 seeds missed)
+    assert tuple(split("".join(pieces))) == pieces
+    assert filler_pieces(n, random.Random(seed)) == pieces  # seeded: the same reply again
 
 
 def test_tool_choice_none_or_no_function_tools_gives_a_message() -> None:
