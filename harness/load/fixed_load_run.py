@@ -33,9 +33,9 @@ from harness.errors import WsmodeError
 from harness.load.bench.result import mode_entry
 from harness.load.fixed_load import LoadSpec, ShardResult, run_shard
 from harness.load.gc_policy import load_gc
-from harness.load.table import Column, legend, number, render
 from harness.progress import Progress, phase
 from harness.results.schema import finish_result, new_result
+from harness.results.table import Column, legend, number, render
 from harness.results.work import describe_tokens, token_summary, unequal_work
 from harness.results.workload import load_workload
 

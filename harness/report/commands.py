@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.progress import MAX_COLUMNS
 from harness.report import board, gate, gate_micro
 from harness.report.gate_text import render_markdown, render_text
 from harness.results.schema import ResultsSchemaError, dumps_result, load_result, ttft_definition
@@ -161,18 +163,31 @@ def results_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
         label = max(len("label"), *(len(i.label) for i in rows))
         out.write(
             f"{'started':<19}  {'run':<7}  {'target':<{target}}  {'outcome':<{outcome}}  "
-            f"{'label':<{label}}  file\n"
+            f"{'label':<{label}}  file (under {args.root})\n"
         )
     for info in infos:
         if info.error:
             out.write(f"INVALID  {info.path}: {info.error}\n")
-        else:
-            started = info.started_at[:19].replace("T", " ")
-            out.write(
-                f"{started:<19}  {info.run:<7}  {info.target:<{target}}  "
-                f"{info.outcome:<{outcome}}  {info.label:<{label}}  {info.path}\n"
-            )
+            continue
+        started = info.started_at[:19].replace("T", " ")
+        row = (
+            f"{started:<19}  {info.run:<7}  {info.target:<{target}}  "
+            f"{info.outcome:<{outcome}}  {info.label:<{label}}"
+        )
+        file = _under(info.path, args.root)
+        if len(row) + 2 + len(file) <= MAX_COLUMNS:
+            out.write(f"{row}  {file}\n")
+        else:  # too wide for one line: the file below its row
+            out.write(f"{row}\n    {file}\n")
     return 1 if any(i.error for i in infos) else 0
+
+
+def _under(path: str | Path, root: str | Path) -> str:
+    """`path` relative to the results root (as given when it is elsewhere)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(path)
 
 
 def results_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -232,4 +247,13 @@ def render_summary(result: Mapping[str, Any]) -> str:
         for case in result["certify"]["cases"]:
             if case["verdict"] != "PASS":
                 lines.append(f"  {case['verdict']:<14}{case['level']:<7}{case['id']}")
-    return "\n".join(lines) + "\n"
+    fitted = [  # long values (the config, the workload) continue under their value
+        part
+        for line in lines
+        for part in (
+            textwrap.wrap(line, MAX_COLUMNS, subsequent_indent=" " * 11, break_on_hyphens=False)
+            if len(line) > MAX_COLUMNS
+            else [line]
+        )
+    ]
+    return "\n".join(fitted) + "\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.report.gate_report import GateReport, MetricFinding
+from harness.results.table import Column, legend, render
 
 
 def _fmt_value(f: MetricFinding, value: float | None) -> str:
@@ -124,15 +125,17 @@ def render_text(report: GateReport) -> str:
     ]
     header, rows = _table(report)
     if rows:
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-        lines.append("  ".join("-" * w for w in widths))
-        for r in rows:
-            lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+        if header is _METRIC_HEADER:  # named by mode and metric together, its status next
+            mode_w = max(len(r[0]) for r in [header, *rows])
+            header = [f"{header[0]:<{mode_w}}  {header[1]}", header[-1], *header[2:-1]]
+            rows = [[f"{r[0]:<{mode_w}}  {r[1]}", r[-1], *r[2:-1]] for r in rows]
+        columns = [Column(title, left=True) for title in header]
+        lines += render(columns, rows, rule=True)  # column blocks when wider than the console
     else:
         lines.append("no case changed verdict" if report.kind == "certify" else "nothing compared")
     lines.append("")
-    lines.extend(f"note: {n}" for n in report.notes)
+    for note in report.notes:
+        lines += legend(f"note: {note}")
     lines.append(_verdict_line(report))
     return "\n".join(lines) + "\n"
 

@@ -313,7 +313,7 @@ def test_gate_output_fits_a_terminal(synth: Any) -> None:
     from harness.report.gate_text import render_text
 
     text = render_text(run_gate(synth.bench(seed=1), synth.bench(seed=2)))
-    assert all(len(line) <= 120 for line in text.splitlines())
+    assert all(len(line) <= 100 for line in text.splitlines())
     assert io.StringIO(text).readline().startswith("wsmode gate (bench)")
 
 

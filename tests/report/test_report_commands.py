@@ -34,8 +34,13 @@ def test_results_list_and_show(synth: Any, tmp_path: Path, capsys: Any) -> None:
     cert_path = write_result(root, synth.certify(synth.cases))
     assert cli_main(["results", "list", "--root", str(root)]) == 0
     header, *lines = capsys.readouterr().out.splitlines()
-    assert header.split() == ["started", "run", "target", "outcome", "label", "file"]
-    assert [line.split()[2:-1] for line in lines] == [
+    assert header.split()[:6] == ["started", "run", "target", "outcome", "label", "file"]
+    assert header.endswith(f"file (under {root})")
+    assert all(len(line) <= 100 for line in lines)
+    files = [word for line in lines for word in line.split() if word.endswith(".json")]
+    assert [f.split("/")[0] for f in files] == ["certify", "bench"]  # relative to the root
+    rows = [[w for w in line.split() if w not in files] for line in lines if line[0] != " "]
+    assert [row[2:] for row in rows] == [
         ["certify", "reference", "PASS", "MUST", "3/3", "certify"],  # the run and its outcome
         ["bench", "reference", "ok", "nightly"],
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,29 +20,37 @@ from harness.conformance.clients.runner import (
 from harness.conformance.model import is_failure
 from harness.conformance.reports import run_directory, write_run
 from harness.conformance.summary import counts_line
+from harness.progress import MAX_COLUMNS
 from harness.results.schema import utc_now_iso
+
+
+def _wrapped(text: str, indent: int) -> list[str]:
+    """`text` as lines of at most MAX_COLUMNS, each indented by `indent` columns."""
+    pad = " " * indent
+    return textwrap.wrap(text, MAX_COLUMNS, initial_indent=pad, subsequent_indent=pad)
 
 
 def case_list() -> str:
     lines = [f"{len(CASES)} client cases (wsmode certify-client):", ""]
     for case in CASES:
         lines.append(f"  {case.level:<7}{case.id}")
-        lines.append(f"  {'':<7}{case.title}")
-        lines.append(f"  {'':<7}sources: {'; '.join(case.sources)}")
+        lines.extend(_wrapped(case.title, 9))
+        lines.extend(_wrapped(f"sources: {'; '.join(case.sources)}", 9))
     return "\n".join(lines)
 
 
 def _line(result: CaseResult) -> str:
     text = f"  {result.verdict!s:<14}{result.case.level:<7}{result.case.id}"
     text += f"  ({result.duration_ms / 1000:.1f} s)"
+    detail = ""
     if result.outcome.findings:
         first = result.outcome.findings[0]
-        text += f"\n  {'':<21}[{first.rule_id}] {first.message[:140]}"
+        detail = f"[{first.rule_id}] {first.message[:140]}"
     elif result.outcome.unimplemented:
-        text += f"\n  {'':<21}{result.outcome.unimplemented[:140]}"
+        detail = result.outcome.unimplemented[:140]
     elif result.outcome.harness_error:
-        text += f"\n  {'':<21}{result.outcome.harness_error[:140]}"
-    return text
+        detail = result.outcome.harness_error[:140]
+    return "\n".join([text, *_wrapped(detail, 23)])
 
 
 def certify(

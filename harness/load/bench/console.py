@@ -1,7 +1,7 @@
 """What `wsmode bench` prints after its run (the live progress line is harness.progress's): the
 latency and comparison tables, the failed rollouts and the analysis (speedup split, tool-time
 curve, ablation, server stages), all read from the results document so a saved run prints the
-same, and every line within the console's 100 columns (harness.load.table).
+same, and every line within the console's 100 columns (harness.results.table).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from harness.load.bench.recorded import format_recorded
 from harness.load.bench.result import CUT_ERROR, is_cut
 from harness.load.engine_metrics import describe_engine_cache
 from harness.load.replay_results import describe_output_caps
-from harness.load.table import Column, legend, number, render
 from harness.progress import MAX_COLUMNS
+from harness.results.table import Column, legend, number, render
 from harness.results.work import describe_tokens
 
 

@@ -84,6 +84,7 @@ def test_list_shows_every_case_with_its_level_and_sources(capsys: Any) -> None:
     for case in CASES:
         assert case.id in out
     assert out.count("sources:") == len(CASES)
+    assert max(len(line) for line in out.splitlines()) <= 100  # the console's width
 
 
 # Cases whose verdict does not hang on the machine's load; the committed certificate
