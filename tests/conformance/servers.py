@@ -48,6 +48,7 @@ MODES = (
     "drip",  # after two creates: one delta every DRIP_DELTA_S, never a terminal event
     "never-stops",  # a model that does not stop: runs to max_output_tokens (else NO_CAP_TOKENS)
     "dies",  # after two creates: stops listening and drops every connection
+    "quirks",  # Response objects without metadata, a wrong not-found code, 1011 on binary
 )
 SLOW_EVENT_S = 0.3
 ENDLESS_DELTA_S = 0.02
@@ -60,12 +61,8 @@ def gateway_events(events: list[dict[str, Any]], frame: dict[str, Any]) -> list[
     `instructions`) echoed, a warm-up without response.in_progress, deltas without `logprobs`
     (an SDK event-model finding the SDK's accumulator does not mind)."""
     shaped: list[dict[str, Any]] = []
-    for event in events:
+    for event in without_members(events, "metadata", "instructions"):
         event = dict(event)
-        if isinstance(event.get("response"), dict):
-            event["response"] = {
-                k: v for k, v in event["response"].items() if k not in ("metadata", "instructions")
-            }
         if event["type"] in ("response.output_text.delta", "response.output_text.done"):
             event.pop("logprobs", None)
         shaped.append(event)
@@ -75,6 +72,17 @@ def gateway_events(events: list[dict[str, Any]], frame: dict[str, Any]) -> list[
         shaped = [created, completed]
     for seq, event in enumerate(shaped):
         event["sequence_number"] = seq
+    return shaped
+
+
+def without_members(events: list[dict[str, Any]], *names: str) -> list[dict[str, Any]]:
+    """The events with these members absent from every Response object they carry."""
+    shaped = []
+    for event in events:
+        response = event.get("response")
+        if isinstance(response, dict):
+            event = {**event, "response": {k: v for k, v in response.items() if k not in names}}
+        shaped.append(event)
     return shaped
 
 
@@ -128,6 +136,9 @@ class CannedServer:
     async def handler(self, ws: ServerConnection) -> None:
         silent = self.mode == "swallow-errors"
         async for message in ws:
+            if self.mode == "quirks" and isinstance(message, bytes):
+                await ws.close(1011, "binary frames are not supported")  # a clean close frame
+                return
             try:
                 frame = json.loads(message)
             except ValueError:
@@ -142,6 +153,10 @@ class CannedServer:
                 continue
             if silent and frame.get("previous_response_id"):
                 continue  # the upstream's previous_response_not_found, swallowed
+            if self.mode == "quirks" and frame.get("previous_response_id"):
+                error = {"type": "error", "status": 400, "error": _err("not_found")}
+                await ws.send(json.dumps(error))  # a code of its own; the socket stays open
+                continue
             self.counter += 1
             events = canned_events(f"resp_canned{self.counter}")
             if self.mode in ("endless", "drip") and self.counter > 2:
@@ -156,6 +171,8 @@ class CannedServer:
                 events = never_stopping_events(events, frame.get("max_output_tokens"))
             if self.mode == "gateway":
                 events = gateway_events(events, frame)
+            if self.mode == "quirks":
+                events = without_members(events, "metadata")
             if self.mode == "usage-in-created":
                 events[0]["response"] = {**events[0]["response"], "usage": {"total_tokens": 0}}
             if self.mode == "no-answer" or (self.mode == "goes-silent" and self.counter > 1):

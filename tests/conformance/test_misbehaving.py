@@ -150,3 +150,28 @@ def test_targets_that_never_finish_end_the_run_with_a_report(suites: Any) -> Non
         assert case["verdict"] == "PASS", (case_id, case["detail"])
     capped = run.cases(f":{chatty.port}")["3.3.lifecycle.text"]
     assert "cut by the max_output_tokens 128 it asked for" in capped["detail"]
+
+
+def test_each_finding_is_made_by_the_case_that_owns_its_rule(suites: Any) -> None:
+    """Misattributions certifying vLLM showed: an absent `metadata` is required-fields'
+    finding (member-values judges present members only); a wrong not-found code is
+    not-found.fields' (socket-open judges that the socket serves the next request); a clean
+    1011 close after a binary frame is a refusal (close codes are undocumented)."""
+    selection = (
+        "not-found.socket-open or not-found.fields or binary.refused"
+        " or response.member-values or response.required-fields"
+    )
+    with running("quirks") as server:
+        run = suites("--target", server.url, "-k", selection, "--event-timeout", "5")
+    cases = run.cases()
+    assert cases["4.3.not-found.socket-open"]["verdict"] == "PASS"
+    assert "refused with code 'not_found'" in cases["4.3.not-found.socket-open"]["detail"]
+    assert cases["4.2.not-found.fields"]["verdict"] == "FAIL"
+    assert "error.code" in cases["4.2.not-found.fields"]["rule_ids"]
+    refused = cases["4.3.binary.refused"]
+    assert refused["verdict"] == "PASS" and "1011" in refused["detail"], refused["detail"]
+    required = cases["3.4.response.required-fields"]
+    assert required["verdict"] == "FAIL" and "missing 'metadata'" in required["detail"]
+    members = cases["3.4.response.member-values"]
+    assert members["verdict"] != "FAIL", members["detail"]
+    assert not any("metadata" in f["message"] for f in members["findings"]), members["findings"]

@@ -29,6 +29,13 @@ def test_must_metadata_object_and_shaped_error_and_details() -> None:
     assert "incomplete_details" in member_problems("MUST", cut, REQUEST)[0]
 
 
+def test_an_absent_member_is_not_judged_here() -> None:
+    """An absent `metadata` is 3.4.response.required-fields' finding, never counted twice."""
+    absent = complete()
+    del absent["metadata"]
+    assert member_problems("MUST", absent, REQUEST) == []
+
+
 def test_should_names_every_production_member_missing() -> None:
     missing = complete()
     for name in ("background", "presence_penalty", "top_logprobs", "safety_identifier"):
