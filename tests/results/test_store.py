@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import stat
 from collections.abc import Iterator
@@ -35,7 +36,9 @@ def test_results_file_mode_follows_the_umask(tmp_path: Path, synth: type[Synth],
 def test_a_second_result_with_the_same_name_gets_its_own_file(
     tmp_path: Path, synth: type[Synth]
 ) -> None:
-    first = write_result(tmp_path, synth.bench(rollouts=2, turns=2))
-    second = write_result(tmp_path, synth.bench(rollouts=2, turns=2))
+    # one result written twice: two built apart differ in the load average they record
+    result = synth.bench(rollouts=2, turns=2)
+    first = write_result(tmp_path, copy.deepcopy(result))
+    second = write_result(tmp_path, copy.deepcopy(result))
     assert second != first and second.name.endswith("-2.json")
     assert first.read_text() == second.read_text()
