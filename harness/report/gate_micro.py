@@ -14,8 +14,9 @@ both:
   round moved beyond the limit too (a slower path slows every round; a busy machine slows the
   typical one: two runs of the same code here moved the median +59 % and the minimum -1 %).
 
-A change beyond the limit that fails either test is `noisy`; a benchmark missing from one run is
-`insufficient-data` (a failure only with `--require-samples`).
+A change beyond the limit that fails either test is `noisy`; a benchmark missing from one run,
+or timed by another clock in it (CPU time against wall time), is `insufficient-data` (a failure
+only with `--require-samples`).
 """
 
 from __future__ import annotations
@@ -110,6 +111,18 @@ def _compare(
             status="insufficient-data",
             note=f"only in the {'current' if base is None else 'baseline'} run",
         )
+    timers = _timer(base), _timer(cur)
+    if timers[0] != timers[1]:  # CPU time and wall time are not one measure
+        return MetricFinding(
+            mode=name,
+            metric=METRIC,
+            percentile=50.0,
+            threshold_pct=threshold_pct,
+            n_baseline=int(base["stats"]["rounds"]),
+            n_current=int(cur["stats"]["rounds"]),
+            status="insufficient-data",
+            note="timers differ: {} vs {}".format(*timers),
+        )
     base_data, cur_data = _samples(base), _samples(cur)
     if len(base_data) >= config.min_samples and len(cur_data) >= config.min_samples:
         finding = compare_samples(name, METRIC, base_data, cur_data, 50.0, threshold_pct, config)
@@ -179,6 +192,11 @@ def _samples(benchmark: Mapping[str, Any]) -> Sequence[float]:
     if len(data) > _MAX_SAMPLES:
         data = random.Random(benchmark["fullname"]).sample(data, _MAX_SAMPLES)
     return [_us(x) for x in data]
+
+
+def _timer(benchmark: Mapping[str, Any]) -> object:
+    options = benchmark.get("options")
+    return options.get("timer") if isinstance(options, dict) else None
 
 
 def _us(seconds: float) -> float:

@@ -155,6 +155,17 @@ def test_a_missing_benchmark_is_reported_not_failed(
     assert rows(capsys.readouterr().out)["test_sorted"] == "insufficient-data"
 
 
+def test_runs_timed_by_different_clocks_are_not_compared(
+    real_run: dict[str, Any], tmp_path: Path, capsys: Any
+) -> None:
+    cpu = slowed(real_run, "test_sum", 3.0)
+    for benchmark in cpu["benchmarks"]:
+        benchmark["options"]["timer"] = "time.process_time"
+    assert gate(tmp_path, real_run, cpu) == 0
+    out = capsys.readouterr().out
+    assert set(rows(out).values()) == {"insufficient-data"}
+
+
 def test_unlike_files_are_refused(
     real_run: dict[str, Any], tmp_path: Path, synth: Any, capsys: Any
 ) -> None:
