@@ -184,6 +184,7 @@ def test_a_users_mistake_is_one_line_not_a_traceback(capsys: Any, tmp_path: Path
         (["serve", "--profile", "nosuch"], "wsmode serve: unknown profile 'nosuch'"),
         (["serve", "--port", "99999"], "wsmode serve: argument --port: a port is 0-65535"),
         (["load", "--duration-s", "-1"], "wsmode load: duration must be > 0 s"),  # no server
+        (["bench", "--engine-metrics", "x"], "wsmode bench: --engine-metrics: expected an http"),
     ):
         status, out, err = _run(argv, capsys)
         assert (status, out) == (2, ""), err

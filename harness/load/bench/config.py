@@ -165,6 +165,9 @@ def check_config(config: BenchConfig) -> None:
     """Raise ValueError naming the option for a configuration the run cannot honour."""
     if not config.modes:
         raise ValueError("--modes: no mode given (choose from ws,http,http-chained)")
+    metrics_url = config.engine_metrics_url
+    if metrics_url is not None and not metrics_url.startswith(("http://", "https://")):
+        raise ValueError(f"--engine-metrics: expected an http(s) URL, got {metrics_url!r}")
     if config.engine_metrics_url is not None and config.schedule == "sweep":
         raise ValueError(
             "--engine-metrics reads the counters around each variant: not with a sweep"
