@@ -20,7 +20,7 @@ refuses to compare unlike things: two kinds (a bench with a load, either with a 
 latency results of different workloads (the rollouts or request shape, profile, model, modes,
 concurrency: `harness.results.workload`), with a one-line message and exit 2.
 
-pytest-benchmark JSON (the micro-benchmarks of `benchmarks/`, `scripts/microbench`) gates per
+pytest-benchmark JSON (`pytest --benchmark-json`, a checkout's micro-benchmarks) gates per
 benchmark on its median time per call, against pytest-benchmark JSON only: a regression is a
 bootstrap interval wholly beyond the p50 limit, a median moved by more than the baseline's
 interquartile range, and a fastest round slowed beyond the limit too (`report/gate_micro.py`).
