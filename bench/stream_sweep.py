@@ -12,6 +12,8 @@ divided by the configured 1,000 tok/s. Clients read each frame's type from its f
 parse nothing else, so that they cost the machine as little as possible.
 
 Printed per row: streams, the min and median ratio over the streams (target: min >= 0.95),
+the streams that failed and those that got every token in one delta (the server reached them
+only when all their tokens were due: no rate to measure; the ratios are over the others),
 the server's CPU over the streaming window (user + system seconds / wall seconds, from /proc:
 1.00 is one core kept busy), the clients' CPU likewise, and the load average before the row.
 On a machine shared with other work the ratios measure the machine as well as the server:
@@ -52,7 +54,9 @@ TIMEOUT_S = 120.0
 
 
 async def _one_stream(url: str, tokens: int, start: asyncio.Event) -> float:
-    """This stream's achieved / configured rate (0.0 when it did not complete)."""
+    """This stream's achieved / configured rate; 0.0 when it did not complete, -1.0 when every
+    token came in one delta (the server reached this stream only once all its tokens were
+    due: no rate to measure, counted apart)."""
     frame = wire.dumps(
         {
             "type": "response.create",
@@ -72,8 +76,10 @@ async def _one_stream(url: str, tokens: int, start: asyncio.Event) -> float:
                 last_ns = time.perf_counter_ns()
                 first_ns = first_ns or last_ns
             elif message.startswith(_END_PREFIXES):
-                if not message.startswith(b'{"type":"response.completed"') or last_ns == first_ns:
+                if not message.startswith(b'{"type":"response.completed"') or not last_ns:
                     return 0.0
+                if last_ns == first_ns:
+                    return -1.0
                 break
     return (tokens - 1) / ((last_ns - first_ns) / 1e9) / CONFIGURED_TOKENS_PER_S
 
@@ -97,6 +103,7 @@ def client_process(url: str, count: int, tokens: int, start_at: float) -> tuple[
 def sweep_row(
     url: str, server_pid: int, streams: int, tokens: int, processes: int, connect_s: float
 ) -> dict[str, float]:
+    """One row: `streams` streams over `processes` client processes, started together."""
     shares = [streams // processes + (i < streams % processes) for i in range(processes)]
     load = os.getloadavg()[0]
     start_at = time.time() + connect_s  # time for every connection to open before the go
@@ -109,12 +116,14 @@ def sweep_row(
         results = [future.result() for future in futures]
         server_cpu = process_cpu_s(server_pid) - server_cpu_before
         wall = time.monotonic() - wall_before
-    ratios = [ratio for part, _ in results for ratio in part]
+    every = [ratio for part, _ in results for ratio in part]
+    ratios = [ratio for ratio in every if ratio > 0] or [0.0]
     return {
         "streams": streams,
         "min": min(ratios),
         "median": statistics.median(ratios),
-        "failed": sum(1 for r in ratios if r == 0.0),
+        "failed": sum(1 for r in every if r == 0.0),
+        "one_delta": sum(1 for r in every if r < 0),
         "server_cpu": server_cpu / wall,
         "client_cpu": sum(cpu for _, cpu in results) / wall,
         "load": load,
@@ -133,7 +142,9 @@ def main() -> int:
         f"{args.tokens} tokens each, {args.client_processes} client processes, "
         f"{os.cpu_count()} cores; ratio = achieved / configured per stream (target min >= 0.95)"
     )
-    print("   streams   min ratio  median ratio  failed  server CPU  clients CPU  load avg")
+    print(
+        "   streams   min ratio  median ratio  failed  one delta  server CPU  clients CPU  load avg"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         profile = steady_profile("spark-1000tps", Path(tmp))
         extra = ("--max-connections", "4096", "--max-connections-per-key", "4096")
@@ -150,7 +161,8 @@ def main() -> int:
                 )
                 print(
                     f"   {row['streams']:7.0f}   {row['min']:9.3f}  {row['median']:12.3f}  "
-                    f"{row['failed']:6.0f}  {row['server_cpu']:10.2f}  {row['client_cpu']:11.2f}"
+                    f"{row['failed']:6.0f}  {row['one_delta']:9.0f}  {row['server_cpu']:10.2f}  "
+                    f"{row['client_cpu']:11.2f}"
                     f"  {row['load']:8.1f}",
                     flush=True,
                 )

@@ -44,8 +44,9 @@ class _ClientLeft(ConnectionError):
     """Raised by the first write: the server's turn ends as when its client goes away."""
 
 
-def frame(turn: int, previous: str | None) -> str:
-    """The continuation frame the bench's client sends: one short user message."""
+def frame(turn: int, previous: str | None, scripted: bool = True) -> str:
+    """The continuation frame the bench's client sends: one short user message (unscripted: no
+    `wsmode` script, the server generates the reply, as for an SDK user)."""
     body: dict[str, Any] = {
         "type": "response.create",
         "model": "m",
@@ -57,7 +58,7 @@ def frame(turn: int, previous: str | None) -> str:
             }
         ],
         "store": False,
-        "wsmode": SCRIPT,
+        **({"wsmode": SCRIPT} if scripted else {}),
     }
     if previous is not None:
         body["previous_response_id"] = previous
@@ -78,7 +79,8 @@ async def _serialise_then_leave(*events: Event) -> None:
 class Chain:
     """One connection's cache holding a chain of continuation turns, and its next turn."""
 
-    def __init__(self, services: Services, turns: int) -> None:
+    def __init__(self, services: Services, turns: int, scripted: bool = True) -> None:
+        self.scripted = scripted
         self.runner = TurnRunner(services)
         self.cache: ResponseCache[Conversation] = ResponseCache(services.config.cache)
         self.previous: str | None = None
@@ -87,7 +89,7 @@ class Chain:
             self.whole_turn()
 
     def _run(self, send: Any) -> TurnOutcome:
-        message = frame(self.length, self.previous)
+        message = frame(self.length, self.previous, self.scripted)
         started = time.perf_counter()
         _, body = parse_client_event(wire.loads(message))
         request = parse_create(body, transport="ws")
@@ -125,6 +127,18 @@ def test_turn_first_write_warm(benchmark: Any, services: Services) -> None:
 
     def measure() -> None:
         chain = Chain(services, WARM_CHAIN)
+        benchmark(chain.to_first_write)
+
+    in_loop(measure)
+
+
+def test_unscripted_turn_first_write_warm(benchmark: Any, services: Services) -> None:
+    """As the warm one, the reply generated (no script): what an SDK or codex user's
+    continuation costs the server to its first delta (bench/reference_server_bench.py's target
+    row)."""
+
+    def measure() -> None:
+        chain = Chain(services, WARM_CHAIN, scripted=False)
         benchmark(chain.to_first_write)
 
     in_loop(measure)
