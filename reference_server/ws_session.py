@@ -58,10 +58,11 @@ log = logging.getLogger(__name__)
 # a send that keeps the buffer below it returns at once and needs no timer (a timer per event
 # costs more than the send).
 _NEVER_BLOCKS_BYTES = 32 * 1024 - 64
-# interleave-queued: how long a response lingers after response.created. A zero-cost profile
-# otherwise finishes it before a create sent meanwhile is read, and the fault would show only
-# when the machine happens to be quiet; a real model takes this long anyway.
-_INTERLEAVE_LINGER_S = 0.1
+# The queue faults (interleave-queued, drop-queued): how long a response lingers after
+# response.created. A zero-cost profile otherwise finishes it before a create sent meanwhile is
+# read, and the fault would show only when the machine happens to be quiet; a real model takes
+# this long anyway.
+_QUEUE_FAULT_LINGER_S = 0.1
 
 
 SHUTDOWN_CLOSE_REASON = "server shutting down"  # the 1001's reason (a drain or a stop)
@@ -361,7 +362,7 @@ class WebSocketSession:
             self.interjections,
         )
         send, case_index = self.send, None
-        if self.faults.interleave_queued:
+        if self.faults.interleave_queued or self.faults.drop_queued:
             send = self._send_then_linger
         if self.script is not None:  # a client case: its refusals, misses and mid-stream acts
             plan = self.script.on_create(pending.request, lane.cache)
@@ -424,7 +425,7 @@ class WebSocketSession:
     async def _send_then_linger(self, *events: Event) -> None:
         await self.send(*events)
         if any(event.get("type") == "response.created" for event in events):
-            await asyncio.sleep(_INTERLEAVE_LINGER_S)
+            await asyncio.sleep(_QUEUE_FAULT_LINGER_S)
 
     async def send(self, *events: Event) -> None:
         """Send events in one write; a client that stops reading is cut off after the stall
