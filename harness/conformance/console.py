@@ -21,7 +21,7 @@ from typing import Any, Final, TextIO
 import pytest
 
 from harness.conformance.model import CATEGORIES, is_failure
-from harness.conformance.reports import case_anchor, category_rows
+from harness.conformance.reports import case_anchor, category_table
 from harness.conformance.summary import (
     counts_line,
     partial_line,
@@ -225,26 +225,6 @@ def shown(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
-
-
-def category_table(cases: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Cases and verdicts per category (fits 100 columns)."""
-    lines = [
-        f"  {'category':<26}{'cases':>6}{'MUST':>9}{'SHOULD':>9}{'MAY':>5}"
-        f"{'FAIL':>6}{'N-S':>5}{'INFO':>6}{'UNIMP':>7}{'ERR':>5}",
-    ]
-    for row in category_rows(cases):
-        lines.append(
-            f"  {row['title'][:25]:<26}{row['cases']:>6}"
-            f"{row['must'][0]:>5}/{row['must'][1]:<3}{row['should'][0]:>5}/{row['should'][1]:<3}"
-            f"{row['may']:>5}{row['FAIL']:>6}{row['NON-STRICT']:>5}{row['INFORMATIONAL']:>6}"
-            f"{row['UNIMPLEMENTED']:>7}{row['ERROR']:>5}"
-        )
-    lines.append(
-        "  (N-S: NON-STRICT, a SHOULD not met; INFO: INFORMATIONAL; UNIMP: UNIMPLEMENTED, not "
-        "run; ERR: ERROR)"
-    )
-    return lines
 
 
 class CollectionErrors:

@@ -12,7 +12,7 @@ import html
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from xml.etree import ElementTree as ET
 
 from harness.conformance.model import CATEGORIES
@@ -75,6 +75,34 @@ def write_run(directory: Path, result: Mapping[str, Any], *, strict: bool) -> di
 
 
 # -- summaries ----------------------------------------------------------------------------------
+#: The category table's columns after the title, and the widest title it shows in full.
+_COUNTS_COLUMNS: Final = 58
+_TITLE_MAX: Final = 100 - 2 - _COUNTS_COLUMNS - 1
+
+
+def category_table(cases: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Cases and verdicts per category, abbreviations explained (fits 100 columns)."""
+    rows = category_rows(cases)
+    width = min(_TITLE_MAX, max(len("category"), *(len(r["title"]) for r in rows))) + 1
+    lines = [
+        f"  {'category':<{width}}{'cases':>6}{'MUST':>9}{'SHOULD':>9}{'MAY':>5}"
+        f"{'FAIL':>6}{'N-S':>5}{'INFO':>6}{'UNIMP':>7}{'ERR':>5}",
+    ]
+    for row in rows:
+        title = row["title"] if len(row["title"]) < width else row["title"][: width - 2] + "…"
+        lines.append(
+            f"  {title:<{width}}{row['cases']:>6}"
+            f"{row['must'][0]:>5}/{row['must'][1]:<3}{row['should'][0]:>5}/{row['should'][1]:<3}"
+            f"{row['may']:>5}{row['FAIL']:>6}{row['NON-STRICT']:>5}{row['INFORMATIONAL']:>6}"
+            f"{row['UNIMPLEMENTED']:>7}{row['ERROR']:>5}"
+        )
+    lines.append(
+        "  (N-S: NON-STRICT, a SHOULD not met; INFO: INFORMATIONAL; UNIMP: UNIMPLEMENTED, not "
+        "run; ERR: ERROR)"
+    )
+    return lines
+
+
 def category_rows(cases: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per category: case count and a count per verdict, MUST/SHOULD pass ratios."""
     rows: dict[str, dict[str, Any]] = {}
@@ -120,18 +148,7 @@ def terminal_summary(result: Mapping[str, Any], *, strict: bool, detail_chars: i
     for note in (stopped_line(result), partial_line(result)):
         if note:
             lines.append(f"  {note}")
-    lines += [
-        "",
-        f"  {'category':<26}{'cases':>6}{'MUST':>9}{'SHOULD':>9}{'MAY':>5}"
-        f"{'FAIL':>6}{'N-S':>5}{'INFO':>6}{'UNIMP':>7}{'ERR':>5}",
-    ]
-    for row in category_rows(certify["cases"]):
-        lines.append(
-            f"  {row['title'][:25]:<26}{row['cases']:>6}"
-            f"{row['must'][0]:>5}/{row['must'][1]:<3}{row['should'][0]:>5}/{row['should'][1]:<3}"
-            f"{row['may']:>5}{row['FAIL']:>6}{row['NON-STRICT']:>5}{row['INFORMATIONAL']:>6}"
-            f"{row['UNIMPLEMENTED']:>7}{row['ERROR']:>5}"
-        )
+    lines += ["", *category_table(certify["cases"])]
     causes = root_causes(certify["cases"])
     if causes:
         lines += ["", "  findings by root cause (cases: rule, finding):"]
