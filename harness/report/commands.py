@@ -178,7 +178,7 @@ def results_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if len(row) + 2 + len(file) <= MAX_COLUMNS:
             out.write(f"{row}  {file}\n")
         else:  # too wide for one line: the file below its row
-            out.write(f"{row}\n    {file}\n")
+            out.write(f"{row.rstrip()}\n    {file}\n")
     return 1 if any(i.error for i in infos) else 0
 
 
