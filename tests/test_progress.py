@@ -9,6 +9,7 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -119,3 +120,36 @@ def test_wsmode_load_rewrites_its_line_on_a_pseudo_terminal(
     assert len(rewrites) >= 3, text  # the same line, rewritten as requests end
     lines = text.replace("\x1b[K", "").replace("\r", "\n").splitlines()
     assert all(len(line) <= MAX_COLUMNS for line in lines if not line.startswith("results:"))
+
+
+def test_ctrl_c_stops_load_with_one_line_and_no_results(tmp_path: Path) -> None:
+    """What a terminal's Ctrl-C does (SIGINT to the whole foreground group) mid-run: the client
+    processes and the embedded server are not the ones to answer it (no tracebacks, no server
+    that seems to die first); the command stops them, says `interrupted`, exits 130, and writes
+    no results file."""
+    command = [sys.executable, "-m", "harness.cli", "load", "--profile", "zero"]
+    command += ["--duration-s", "60", "--processes", "2", "--output-tokens", "8"]
+    command += ["--out", str(tmp_path / "results")]
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a shell leaves it
+    )
+    assert process.stderr is not None
+    err = b""
+    deadline = time.monotonic() + 120  # bounds a hang only
+    while b"client processes: " not in err and time.monotonic() < deadline:  # started: running
+        ready, _, _ = select.select([process.stderr], [], [], 1.0)
+        if ready:
+            err += os.read(process.stderr.fileno(), 65536)
+        assert process.poll() is None, err.decode(errors="replace")
+    os.killpg(process.pid, signal.SIGINT)
+    _, rest = process.communicate(timeout=60)
+    text = (err + rest).decode(errors="replace")
+    assert process.returncode == 130, text
+    assert text.rstrip().endswith("wsmode load: interrupted") and "Traceback" not in text, text
+    assert not (tmp_path / "results").exists()

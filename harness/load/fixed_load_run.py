@@ -22,6 +22,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import queue
+import signal
 import statistics
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -74,8 +75,9 @@ def run_processes(spec: LoadSpec, processes: int, progress: Progress | None = No
         ctx.Process(target=_child, args=(share, i, ready, start, results, tally), daemon=True)
         for (i, share), tally in zip(shares, tallies, strict=True)
     ]
-    for child in children:
-        child.start()
+    with _ctrl_c_ignored():  # the children inherit it from their start: Ctrl-C is the parent's
+        for child in children:
+            child.start()
     try:
         starting = (
             contextlib.nullcontext()
@@ -91,11 +93,28 @@ def run_processes(spec: LoadSpec, processes: int, progress: Progress | None = No
             for _ in children:
                 merged.merge(ShardResult.from_json(_result_of(results, children)))
         return merged
+    except BaseException:  # Ctrl-C (the parent's alone) or an error: the children stop now
+        for child in children:
+            child.terminate()
+        raise
     finally:
         for child in children:
             child.join(timeout=10)
             if child.is_alive():
                 child.terminate()
+
+
+@contextlib.contextmanager
+def _ctrl_c_ignored() -> Iterator[None]:
+    """SIGINT ignored while the body runs (main thread only: elsewhere signals are not ours)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager

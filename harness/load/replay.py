@@ -450,7 +450,9 @@ class HttpClientPool:
         return free.pop() if free else self._new(key)
 
     def release(self, client: SseClient) -> None:
-        self._free.setdefault(self._keys[id(client)], []).append(client)
+        key = self._keys.get(id(client))
+        if key is not None:  # else the pool was closed meanwhile (Ctrl-C): the client with it
+            self._free.setdefault(key, []).append(client)
 
     @property
     def size(self) -> int:

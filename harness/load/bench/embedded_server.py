@@ -90,6 +90,7 @@ class EmbeddedServer:
             stderr=self._log,
             text=True,
             env=env,
+            start_new_session=True,  # Ctrl-C is for the command, which stops the server itself
         )
         return self
 

@@ -521,7 +521,7 @@ def run_bench(
     try:
         run = _replay(config, rollouts, words, err)
     except KeyboardInterrupt:
-        err.write("interrupted\n")
+        err.write(f"\n{BENCH}: interrupted\n")  # as harness.cli says it
         return 130
     except EngineMetricsError as exc:
         return usage_error(BENCH, str(exc), err=err)
