@@ -238,6 +238,13 @@ def _add_load_arguments(load: argparse._ArgumentGroup) -> None:
         help="a turn that takes longer fails (then a liveness probe decides whether the target "
         "is dead, which ends the run's remaining rollouts)",
     )
+    load.add_argument(
+        "--event-timeout-s",
+        type=float,
+        default=DEFAULT_EVENT_TIMEOUT_S,
+        help="silence that ends a turn (default %(default)g s; a real model's prefill of a long "
+        "context on a CPU can take longer)",
+    )
     load.add_argument("--seed", type=int, default=0, help="arrivals, bootstrap and tenant keys")
 
 
@@ -329,6 +336,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         label=args.label,
         html=args.html,
         turn_timeout_s=args.turn_timeout_s,
+        event_timeout_s=args.event_timeout_s,
         output_cap_scale=args.output_cap_scale,
         engine_metrics_url=args.engine_metrics,
     )

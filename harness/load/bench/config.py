@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.bundled import BundledDataMissing, corpus_dir, real_corpus_dir
 from harness.load.bench.embedded_server import DEFAULT_PROFILE
-from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S
+from harness.load.liveness import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
 from harness.load.modes import MODES, Mode
 from harness.load.schedule import families, family_members
 from harness.results.paths import portable_path
@@ -96,6 +96,7 @@ class BenchConfig:
     label: str = "bench"
     html: bool = True
     turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S
+    event_timeout_s: float = DEFAULT_EVENT_TIMEOUT_S  # silence that ends a turn (a slow prefill)
     # each turn asks max_output_tokens = its recorded output tokens x this; None: no cap
     output_cap_scale: float | None = 1.0
     # the Prometheus page of the engine behind the target: its prefix-cache counters are read
@@ -147,6 +148,7 @@ class BenchConfig:
             "seed": self.seed,
             "label": self.label,
             "turn_timeout_s": self.turn_timeout_s,
+            "event_timeout_s": self.event_timeout_s,
             "output_cap_scale": self.output_cap_scale,
             "engine_metrics_url": self.engine_metrics_url,
             "cache_salt": None if self.embedded else self.cache_salt,
@@ -183,6 +185,7 @@ def check_config(config: BenchConfig) -> None:
     _at_least("--max-rollouts", config.max_rollouts, 1)
     _at_least("--duration-s", config.duration_s, 0, strict=True)
     _at_least("--turn-timeout-s", config.turn_timeout_s, 0, strict=True)
+    _at_least("--event-timeout-s", config.event_timeout_s, 0, strict=True)
     _at_least("--output-cap-scale", config.output_cap_scale, 0, strict=True)
     if config.schedule == "open":
         _at_least("--rate", config.rate_per_s, 0, strict=True)

@@ -88,6 +88,7 @@ def base_options(config: BenchConfig) -> ReplayOptions:
         prewarm=config.prewarm,
         max_turns=config.max_turns,
         turn_timeout_s=config.turn_timeout_s,
+        event_timeout_s=config.event_timeout_s,
         seed=None,
         output_cap_scale=config.output_cap_scale,
     )
