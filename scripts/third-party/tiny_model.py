@@ -13,10 +13,11 @@ Hugging Face model folder vLLM loads like any other:
   each request into a chat conversation through it);
 - a `LlamaForCausalLM` with small dimensions (2 layers, hidden 256, 4 heads of 64, 32,768
   positions) and random weights from a fixed seed: real prefill, real decode, a real prefix
-  cache, and no meaning. (With 2,048 positions and `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`, vLLM
-  0.32.0 on CPU serves short prompts but its worker dies on the first prefill chunk past
-  position 2,048, which an agent rollout reaches in its first turns.) It rarely emits end-of-sequence (a 1-in-vocabulary chance per token),
+  cache, and no meaning. It rarely emits end-of-sequence (a 1-in-vocabulary chance per token),
   so a turn runs to its `max_output_tokens`: what a benchmark of the stack needs to be told.
+  (With 2,048 positions stretched by `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`, vLLM 0.32.0 on CPU
+  serves short prompts, but its worker dies on the first prefill chunk past position 2,048,
+  which an agent rollout reaches in its first turn.)
 
 The folder is rebuilt only when missing; the same seed and text build the same model.
 """
