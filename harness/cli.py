@@ -8,10 +8,13 @@ are imported here, plainly: one that fails to import fails the command line, wit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from harness.conformance import commands as conformance_commands
@@ -63,6 +66,25 @@ def build_parser() -> CommandParser:
     return parser
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _stop_signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP (a closed terminal) stop a command as Ctrl-C does, so it stops what it
+    started (the embedded server, client processes) on its way out; `serve` installs its own."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -72,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return usage_error(group.prog, "no subcommand given", usage=group.format_help())
     prog = f"wsmode {args.command}"
     try:
-        result: int = handler(args)
+        with _stop_signals_interrupt():
+            result: int = handler(args)
     except KeyboardInterrupt:
         sys.stderr.write(f"\n{prog}: interrupted\n")
         return 130
