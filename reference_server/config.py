@@ -16,7 +16,7 @@ from reference_server.faults import CaseBehaviour
 from reference_server.logs import LogFormat
 
 if TYPE_CHECKING:
-    from reference_server.connection_caps import SharedCounts
+    from reference_server.shared_counts import SharedCounts
 
 
 def default_data_dir() -> Path:
