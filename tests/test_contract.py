@@ -25,7 +25,16 @@ EXTRA_ONLY = {"harness/load/locustfile.py": "load", "harness/load/locust_glue.py
 # The client adapters of `wsmode certify-client` run in each client's own environment, which
 # scripts/install-clients builds (the openai-python one in wsmode's: its CI test holds it).
 CLIENT_ADAPTERS = "suites/clients/adapters/"
-LOCAL = {"harness", "reference_server", "suites", "tests", "bench", "pipeline_items", "_servers"}
+LOCAL = {
+    "harness",
+    "reference_server",
+    "suites",
+    "tests",
+    "bench",
+    "pipeline_items",
+    "_servers",
+    "reference_server_bench",  # bench/stream_sweep.py uses its profile helpers
+}
 
 
 def _name(requirement: str) -> str:
