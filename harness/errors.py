@@ -30,6 +30,7 @@ Exception tree (each package's own errors, where they are defined)::
     ├── ReportLineError                  harness.conformance.clients.contract: not a turn report
     ├── EmbeddedServerError              harness.load.bench.embedded_server: `serve` did not start
     ├── LoadProcessError                 harness.load.fixed_load_run: a client process died
+    ├── EngineMetricsError               harness.load.engine_metrics: the metrics page unreadable
     └── reference server:                RequestRefused (SafetyBlock), PlanError (InvalidToolChoice
                                          (UnknownToolChoice), InvalidScript), CostProfileError,
                                          StoreClosed, RecordTooLarge, ClientGone,
