@@ -237,6 +237,7 @@ PAUSE_BETWEEN_TURNS_S = 0.001  # the paced row: an agent loop's tool call, short
 _DELTA_PREFIX = b'{"type":"response.output_text.delta"'  # the server writes `type` first
 _TERMINAL_PREFIXES = (b'{"type":"response.completed"', b'{"type":"response.incomplete"')
 _CREATED_PREFIX = b'{"type":"response.created"'
+_FAILED_PREFIXES = (b'{"type":"error"', b'{"type":"response.failed"')
 
 
 async def continuation_ttfts(
@@ -264,18 +265,21 @@ async def continuation_ttfts(
             if pause_s:
                 await asyncio.sleep(pause_s)
             first_delta_ns = 0
-            start = time.perf_counter_ns()
-            await ws.send(frame.decode())
-            while True:
-                message = await asyncio.wait_for(ws.recv(decode=False), TIMEOUT_S)
-                if not first_delta_ns and message.startswith(_DELTA_PREFIX):
-                    first_delta_ns = time.perf_counter_ns()
-                elif message.startswith(_CREATED_PREFIX):
-                    previous = wire.loads(message)["response"]["id"]
-                elif message.startswith(_TERMINAL_PREFIXES):
-                    break
-                elif message.startswith(b'{"type":"error"') or b'"response.failed"' in message[:40]:
-                    raise RuntimeError(f"the continuation failed: {message[:300]!r}")
+            created = b""
+            async with asyncio.timeout(TIMEOUT_S):  # no task per recv: the echo makes none
+                start = time.perf_counter_ns()
+                await ws.send(frame.decode())
+                while True:
+                    message = await ws.recv(decode=False)
+                    if not first_delta_ns and message.startswith(_DELTA_PREFIX):
+                        first_delta_ns = time.perf_counter_ns()
+                    elif message.startswith(_CREATED_PREFIX):
+                        created = message  # parsed after the turn, outside the timed part
+                    elif message.startswith(_TERMINAL_PREFIXES):
+                        break
+                    elif message.startswith(_FAILED_PREFIXES):
+                        raise RuntimeError(f"the continuation failed: {message[:300]!r}")
+            previous = wire.loads(created)["response"]["id"]
             if turn and first_delta_ns:
                 samples.append((first_delta_ns - start) / 1e6)
                 frame_bytes = len(frame)
@@ -289,10 +293,11 @@ async def echo_rtts(port: int, frame_bytes: int, turns: int, pause_s: float = 0.
         for _ in range(turns):
             if pause_s:
                 await asyncio.sleep(pause_s)
-            start = time.perf_counter_ns()
-            await ws.send(payload)
-            await ws.recv()
-            samples.append((time.perf_counter_ns() - start) / 1e6)
+            async with asyncio.timeout(TIMEOUT_S):  # as the continuation's turn is bounded
+                start = time.perf_counter_ns()
+                await ws.send(payload)
+                await ws.recv(decode=False)
+                samples.append((time.perf_counter_ns() - start) / 1e6)
     return samples
 
 
