@@ -199,7 +199,7 @@ async def sse_exchange(client: SseClient, body: Mapping[str, Any], *, timeout_s:
             accumulator.feed(timed.event)
             exchange.response = accumulator
             if timed.received_ns > limit_ns:
-                raise TransportError(f"stream still running after {timeout_s} s")
+                raise TargetTimeout(f"stream still running after {timeout_s} s")
     except HttpStatusError as exc:
         exchange.request_error = error_from_http(exc)
     except TransportError as exc:

@@ -121,5 +121,5 @@ def test_a_timed_out_turn_leaves_no_stream_open_on_the_target(
 
     error, generating, left = asyncio.run(scenario())
     assert generating == 1
-    assert "within 1.0 s" in error and error.endswith(CANCELLED_NOTE), error
+    assert "1.0 s" in error and error.endswith(CANCELLED_NOTE), error  # either timeout path
     assert left == 0
