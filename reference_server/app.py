@@ -156,6 +156,8 @@ class ReferenceServer:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.config.limits.drain_timeout_s):
                     await self._ws_server.wait_closed()
+        for handler in list(self._http_handlers.values()):
+            handler.close_for_shutdown(drained_for_s)  # written at once: cancelled right after
         for task in list(self._http_tasks):
             task.cancel()
         await asyncio.gather(*self._http_tasks, return_exceptions=True)

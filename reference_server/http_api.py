@@ -100,6 +100,22 @@ class HttpConnection:
         finally:
             self.writer.close()
 
+    def close_for_shutdown(self, cut_after_s: float) -> None:
+        """The server stops (the drain deadline passed, or `stop()`): a request still being
+        answered hears `server_shutting_down`, as a WebSocket lane does. An SSE stream under way
+        gets it as its last event and the body ends there; a request not yet answered gets it as
+        a 503. Written at once, without awaiting, so the caller cancels the handler's task right
+        after and no event of the cut response follows the error."""
+        if not self.busy:
+            return
+        error = errors.server_shutting_down(cut_after_s=cut_after_s)
+        with contextlib.suppress(h11.LocalProtocolError):
+            if self.h11.our_state is h11.SEND_BODY:  # only an SSE stream is written in parts
+                data = self.h11.send(h11.Data(data=encode_events([error.to_event()])))
+                self.writer.write(data + self.h11.send(h11.EndOfMessage()))
+            elif self.h11.our_state is h11.SEND_RESPONSE:
+                self.writer.write(self._error_bytes(error, close=True))
+
     async def _refuse_malformed(self, exc: h11.RemoteProtocolError) -> None:
         """A request h11 cannot parse: 400 (or 431 for an oversized head), then close."""
         if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
@@ -351,14 +367,22 @@ class HttpConnection:
         content_type: str,
         extra: list[tuple[str, str]] | None = None,
     ) -> None:
+        await self._write_last(self._response_bytes(status, body, content_type, extra))
+
+    def _response_bytes(
+        self,
+        status: int,
+        body: bytes,
+        content_type: str,
+        extra: list[tuple[str, str]] | None = None,
+    ) -> bytes:
         headers = [
             ("content-type", content_type),
             ("content-length", str(len(body))),
             *(extra or []),
         ]
         data = self.h11.send(h11.Response(status_code=status, headers=headers))
-        data += self.h11.send(h11.Data(data=body)) + self.h11.send(h11.EndOfMessage())
-        await self._write_last(data)
+        return data + self.h11.send(h11.Data(data=body)) + self.h11.send(h11.EndOfMessage())
 
     async def _json(self, status: int, payload: Any) -> None:
         await self._send(status, wire.dumps(payload).encode(), "application/json")
@@ -366,15 +390,19 @@ class HttpConnection:
     async def _error(
         self, error: ApiError, *, close: bool = False, extra: list[tuple[str, str]] | None = None
     ) -> None:
+        await self._write_last(self._error_bytes(error, close=close, extra=extra))
+
+    def _error_bytes(
+        self, error: ApiError, *, close: bool = False, extra: list[tuple[str, str]] | None = None
+    ) -> bytes:
         self.services.metrics.inc("wsmode_request_errors_total", code=str(error.code or error.type))
         extra = list(extra or [])
         if error.status in (429, 503):
             extra.append(("retry-after", "1"))
         if close:
             extra.append(("connection", "close"))
-        await self._send(
-            error.status, wire.dumps(error.to_http_body()).encode(), "application/json", extra
-        )
+        body = wire.dumps(error.to_http_body()).encode()
+        return self._response_bytes(error.status, body, "application/json", extra)
 
 
 def _content_length(request: h11.Request) -> int:

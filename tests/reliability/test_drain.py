@@ -99,3 +99,29 @@ def test_sigterm_lets_an_http_stream_in_flight_finish(child_server: Any) -> None
     thread.join(30)
     assert received and b"event: response.completed\n" in received[0]
     assert server.process.wait(15) == 0
+
+
+def test_an_http_stream_longer_than_the_drain_timeout_hears_why_before_it_ends(
+    child_server: Any,
+) -> None:
+    server = child_server("--drain-timeout-s", "0.3", profile="spark-1000tps")
+    body = json.loads(scripted(60_000, store=False, stream=True))  # a minute of decode
+    body.pop("type")
+    request = urllib.request.Request(
+        f"{server.http_url}/responses", data=json.dumps(body).encode(), method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        assert reply.readline() == b"event: response.created\n"
+        server.process.send_signal(signal.SIGTERM)
+        received = reply.read()  # the whole rest: the body ends (no reset, no hang)
+    events = [
+        json.loads(line.removeprefix(b"data: "))
+        for line in received.splitlines()
+        if line.startswith(b"data: ")
+    ]
+    # the last event says why the stream stopped: the documented error, no terminal before it
+    assert events and events[-1]["type"] == "error"
+    assert events[-1]["error"]["code"] == "server_shutting_down"
+    assert "drain deadline" in events[-1]["error"]["message"]
+    assert not [e for e in events[:-1] if e["type"] in TERMINAL_TYPES]
+    assert server.process.wait(15) == 0
