@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from harness.cli import build_parser, main
+from harness.cli import build_parser
 from harness.conformance.commands import tool_main as conformance_tool
 from harness.traces.commands import tool_main as traces_tool
 from harness.usage import usage_error
+from tests.cli_run import run_cli
 
 # in `wsmode --help` order
 COMMANDS = [
@@ -34,16 +35,6 @@ COMMANDS = [
     "board",
     "results",
 ]
-
-
-def _run(argv: list[str], capsys: Any) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of `wsmode argv`, SystemExit included (parser errors)."""
-    try:
-        status = main(argv)
-    except SystemExit as exc:
-        status = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
 
 
 def test_every_area_registers_its_commands_in_order() -> None:
@@ -91,7 +82,7 @@ def test_a_usage_error_is_one_line_on_stderr_and_exit_2(
     argv: list[str], line: str, tmp_path: Path, capsys: Any, monkeypatch: Any
 ) -> None:
     monkeypatch.chdir(tmp_path)  # nothing a refused command might write lands in the checkout
-    status, out, err = _run(argv, capsys)
+    status, out, err = run_cli(argv, capsys)
     assert (status, out) == (2, ""), err
     assert err.splitlines()[-1].startswith(line), err
     assert list(tmp_path.iterdir()) == []
@@ -100,7 +91,7 @@ def test_a_usage_error_is_one_line_on_stderr_and_exit_2(
 def test_check_says_each_unreadable_file_and_still_judges_the_others(
     tmp_path: Path, capsys: Any
 ) -> None:
-    status, out, err = _run(["check", str(tmp_path / "none.jsonl")], capsys)
+    status, out, err = run_cli(["check", str(tmp_path / "none.jsonl")], capsys)
     assert (
         status == 2
         and err == f"wsmode check: {tmp_path / 'none.jsonl'}: No such file or directory\n"
@@ -109,7 +100,7 @@ def test_check_says_each_unreadable_file_and_still_judges_the_others(
 
 
 def test_a_missing_subcommand_shows_the_group_help_on_stderr(capsys: Any) -> None:
-    status, out, err = _run(["results"], capsys)
+    status, out, err = run_cli(["results"], capsys)
     assert status == 2 and out == ""
     assert "list the results tree" in err and "summarize one results file" in err
 
@@ -172,7 +163,7 @@ def test_help_names_one_environment_variable_and_no_machine_path() -> None:
 
 
 def test_version(capsys: Any) -> None:
-    status, out, err = _run(["--version"], capsys)
+    status, out, err = run_cli(["--version"], capsys)
     assert status == 0 and err == ""
     assert re.fullmatch(r"wsmode \S+ \((commit [0-9a-f]{12}, )?Python \d+\.\d+\.\d+\)\n", out)
 
@@ -186,7 +177,7 @@ def test_a_users_mistake_is_one_line_not_a_traceback(capsys: Any, tmp_path: Path
         (["load", "--duration-s", "-1"], "wsmode load: duration must be > 0 s"),  # no server
         (["bench", "--engine-metrics", "x"], "wsmode bench: --engine-metrics: expected an http"),
     ):
-        status, out, err = _run(argv, capsys)
+        status, out, err = run_cli(argv, capsys)
         assert (status, out) == (2, ""), err
         assert err.splitlines()[-1].startswith(start), err
         assert "Traceback" not in err and "starting" not in err, err
@@ -198,7 +189,7 @@ def test_a_users_mistake_is_one_line_not_a_traceback(capsys: Any, tmp_path: Path
         port = taken.getsockname()[1]
         argv = ["serve", "--port", str(port), "--data-dir", str(tmp_path)]
         try:
-            status, out, err = _run(argv, capsys)
+            status, out, err = run_cli(argv, capsys)
         finally:  # serve routes the process's logging to its stderr: give it back
             root.handlers[:] = handlers
             root.setLevel(level)

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from harness.cli import main
 from reference_server.app import ReferenceServer, running_in_thread
 from reference_server.config import Limits, ServerConfig
+from tests.cli_run import run_cli
 from tests.load.replay_support import SMOKE
 
 KEY = "sk-cli-targets"
@@ -39,20 +39,11 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def run(argv: list[str], capsys: Any) -> tuple[int, str, str]:
-    try:
-        status = main(argv)
-    except SystemExit as exc:
-        status = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
-
-
 def one_line(argv: list[str], capsys: Any, tmp_path: Path, monkeypatch: Any) -> str:
     """Run `wsmode argv` in an empty directory: exit 2, one line on stderr, no file written."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("WSMODE_API_KEY", raising=False)
-    status, out, err = run(argv, capsys)
+    status, out, err = run_cli(argv, capsys)
     assert status == 2, (out, err)
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert list(tmp_path.iterdir()) == [], "nothing written"
@@ -117,7 +108,7 @@ def test_the_key_comes_from_the_one_environment_variable(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WSMODE_API_KEYS", KEY)  # the old name still works, with a note
     argv = ["load", "--target", server.ws_url, "--requests", "2", "--processes", "1"]
-    status, _, err = run([*argv, "--out", "r", "--output-tokens", "4"], capsys)
+    status, _, err = run_cli([*argv, "--out", "r", "--output-tokens", "4"], capsys)
     assert status == 0, err
     assert "wsmode: $WSMODE_API_KEYS is deprecated: set $WSMODE_API_KEY instead" in err
 
@@ -180,7 +171,7 @@ def test_load_ends_fast_when_the_target_dies_mid_run(
     timer = threading.Timer(1.5, stop.set)  # after the pre-run check and some requests
     timer.start()
     argv = ["load", "--target", urls[0], "--duration-s", "60", "--processes", "1"]
-    status, _, err = run([*argv, "--out", "results", "--output-tokens", "8"], capsys)
+    status, _, err = run_cli([*argv, "--out", "results", "--output-tokens", "8"], capsys)
     timer.cancel()
     stop.set()
     thread.join(30)

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from harness.cli import main
 from harness.conformance.catalog import load_suites
 from harness.conformance.console import CertifyConsole
 from harness.conformance.target_profile import (
@@ -24,15 +23,7 @@ from harness.conformance.target_profile import (
 )
 from reference_server.app import ReferenceServer, running_in_thread
 from reference_server.config import ServerConfig
-
-
-def run(argv: list[str], capsys: Any) -> tuple[int, str, str]:
-    try:
-        status = main(argv)
-    except SystemExit as exc:
-        status = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
+from tests.cli_run import run_cli
 
 
 def _case(case_id: str, verdict: str, level: str = "MUST", detail: str = "") -> dict[str, Any]:
@@ -77,7 +68,7 @@ def test_the_console_shows_non_passes_once_and_the_summary_last() -> None:
 
 
 def test_list_prints_the_catalogue_from_the_cases(capsys: Any) -> None:
-    status, out, err = run(["certify", "--list"], capsys)
+    status, out, err = run_cli(["certify", "--list"], capsys)
     assert (status, err) == (0, "")
     cases = load_suites()
     listed = re.findall(r"^  (\d\S+) +(MUST|SHOULD|MAY)\b", out, re.M)
@@ -93,12 +84,12 @@ def sorted_by_category(cases: list[Any]) -> list[Any]:
 
 
 def test_k_matching_no_case_is_an_error(capsys: Any) -> None:
-    status, out, err = run(["certify", "-k", "nomatch"], capsys)
+    status, out, err = run_cli(["certify", "-k", "nomatch"], capsys)
     assert (status, out) == (2, "")
     assert err == (
         "wsmode certify: -k 'nomatch' matches no case (wsmode certify --list shows them)\n"
     )
-    status, out, _ = run(["certify", "--list", "-k", "3.4.usage"], capsys)
+    status, out, _ = run_cli(["certify", "--list", "-k", "3.4.usage"], capsys)
     assert status == 0 and "3.4.usage.present" in out and "1.handshake" not in out
 
 
@@ -109,10 +100,10 @@ def test_bundled_profiles_are_named_and_listed(capsys: Any) -> None:
     assert resolve_profile("example-openai") == resolve_profile("openai")
     with pytest.raises(TargetProfileError, match="no bundled profile of that name"):
         resolve_profile("nosuch")
-    status, out, _ = run(["certify", "--profiles"], capsys)
+    status, out, _ = run_cli(["certify", "--profiles"], capsys)
     assert status == 0
     assert re.search(r"^openai +wss://api\.openai\.com/v1/responses$", out, re.M)
-    status, out, err = run(["certify", "--target-profile", "nosuch"], capsys)
+    status, out, err = run_cli(["certify", "--target-profile", "nosuch"], capsys)
     assert status == 2 and err.count("\n") == 1 and "(bundled: " in err
 
 
@@ -128,7 +119,7 @@ def test_a_failing_run_prints_each_failure_once_without_pytest_noise(
     capsys: Any, tmp_path: Path
 ) -> None:
     argv = ["certify", "--fault", "missing-usage", "-k", "3.4.usage or 1.handshake.upgrade"]
-    status, out, err = run([*argv, "--results", str(tmp_path), "-v"], capsys)
+    status, out, err = run_cli([*argv, "--results", str(tmp_path), "-v"], capsys)
     assert status == 1, out + err
     assert len(re.findall(r"^FAIL +MUST +3\.4\.usage\.present ", out, re.M)) == 1
     assert out.count("FAIL 3.4.usage.present (") == 1  # its block
@@ -143,7 +134,7 @@ def test_a_run_without_a_profile_says_it_is_partial(
 ) -> None:
     selection = "1.handshake.upgrade or 5.1.store-true.other-connection"
     argv = ["certify", "--target", server.ws_url, "-k", selection, "--results", str(tmp_path)]
-    status, out, err = run(argv, capsys)
+    status, out, err = run_cli(argv, capsys)
     assert status == 0, out + err
     one_line = " ".join(out.split())
     assert "partial certificate: 1 MUST cases not run (no target profile given" in one_line
@@ -153,6 +144,6 @@ def test_a_run_without_a_profile_says_it_is_partial(
     assert partial["must_not_run"] == 1 and partial["profile_given"] is False
     for name in ("report.md", "report.html"):
         assert "partial certificate: 1 MUST cases not run" in (report.parent / name).read_text()
-    status, _, _ = run(["board", str(tmp_path), "--out", str(tmp_path / "board")], capsys)
+    status, _, _ = run_cli(["board", str(tmp_path), "--out", str(tmp_path / "board")], capsys)
     board = (tmp_path / "board" / "leaderboard.md").read_text()
     assert status == 0 and "partial: 1 MUST not run" in board

@@ -13,31 +13,22 @@ from xml.etree import ElementTree as ET
 import openai
 import pytest
 
-from harness.cli import main
 from harness.conformance.clients.catalogue import CASES, Timings, case_by_id
 from harness.conformance.clients.matrix import latest_results
 from harness.conformance.clients.profiles import client_from_profile, load_profile
 from harness.conformance.clients.runner import run_cases
 from harness.results.schema import load_result
+from tests.cli_run import run_cli
 
 ADAPTER = Path(__file__).with_name("adapter.py")
 REPO = Path(__file__).resolve().parents[3]
 FAST = ["--slow-ttft-s", "1", "--lifetime-s", "0.4", "--case-timeout-s", "10"]
 
 
-def _run(argv: list[str], capsys: Any) -> tuple[int, str, str]:
-    try:
-        status = main(argv)
-    except SystemExit as exc:
-        status = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
-
-
 def test_a_run_writes_the_certificate_and_the_matrix(tmp_path: Path, capsys: Any) -> None:
     adapter = f"{sys.executable} {ADAPTER}"
     argv = ["certify-client", "--adapter", adapter, "--name", "tiny", "--results", str(tmp_path)]
-    status, out, _ = _run([*argv, *FAST, "-k", "conversation or fifo"], capsys)
+    status, out, _ = run_cli([*argv, *FAST, "-k", "conversation or fifo"], capsys)
     assert status == 0, out
     assert "PASS" in out and "3.3.client.conversation" in out
     run_dir = next((tmp_path / "clients" / "tiny").iterdir())
@@ -59,7 +50,7 @@ def test_a_run_writes_the_certificate_and_the_matrix(tmp_path: Path, capsys: Any
 def test_a_broken_client_fails_the_run(tmp_path: Path, capsys: Any) -> None:
     adapter = f"{sys.executable} {ADAPTER} --break lifo"
     argv = ["certify-client", "--adapter", adapter, "--name", "lifo", "--no-report"]
-    status, out, _ = _run([*argv, *FAST, "-k", "fifo"], capsys)
+    status, out, _ = run_cli([*argv, *FAST, "-k", "fifo"], capsys)
     assert status == 1
     assert "FAIL" in out and "[client.fifo]" in out
 
@@ -73,13 +64,13 @@ def test_a_broken_client_fails_the_run(tmp_path: Path, capsys: Any) -> None:
     ],
 )
 def test_usage_errors_exit_2_with_one_line(argv: list[str], message: str, capsys: Any) -> None:
-    status, out, err = _run(["certify-client", *argv], capsys)
+    status, out, err = run_cli(["certify-client", *argv], capsys)
     assert status == 2 and out == ""
     assert message in err.strip().splitlines()[-1]
 
 
 def test_list_shows_every_case_with_its_level_and_sources(capsys: Any) -> None:
-    status, out, _ = _run(["certify-client", "--list"], capsys)
+    status, out, _ = run_cli(["certify-client", "--list"], capsys)
     assert status == 0
     for case in CASES:
         assert case.id in out
