@@ -174,6 +174,18 @@ def test_turn_whole_warm(benchmark: Any, services: Services) -> None:
     in_loop(measure)
 
 
+def test_unscripted_turn_whole_warm(benchmark: Any, services: Services) -> None:
+    """As the whole warm one, the reply generated (no script, ~150 tokens at the median): the
+    back-to-back path of an SDK or codex user, the reply's rendering for the next turn
+    included."""
+
+    def measure() -> None:
+        chain = Chain(services, WARM_CHAIN, scripted=False)
+        benchmark.pedantic(chain.whole_turn, rounds=WHOLE_TURN_ROUNDS, warmup_rounds=5)
+
+    in_loop(measure)
+
+
 def test_turn_whole_long_chain(benchmark: Any, long_chain: Chain) -> None:
     """Frame → end of a continuation turn, turns 3,001-3,300 of one chain."""
     in_loop(lambda: benchmark.pedantic(long_chain.whole_turn, rounds=WHOLE_TURN_ROUNDS))

@@ -30,7 +30,7 @@ from harness.protocol.items import item_text
 from harness.protocol.requests import CreateRequest
 from harness.protocol.tokenizer import count_tokens
 from reference_server.engine.engine import SeedMaterial, computed_once
-from reference_server.engine.generation_plan import GenerationPlan
+from reference_server.engine.generation_plan import GenerationPlan, resplit_texts
 from reference_server.faults import EventFaults, InjectedFailure
 from reference_server.logs import log_refusal, log_response
 from reference_server.pipeline.checks import check_input
@@ -384,6 +384,7 @@ class TurnRunner:
             cache=self._turn_cache(ctx),
             prefix_cache=services.prefix_cache,
             metrics=services.metrics,
+            known_pieces=resplit_texts(plan.items),
         )
         await self.post_inference.run(
             entry,

@@ -52,7 +52,7 @@ from reference_server.engine.argsynth import UnsatisfiableSchema, synthesize_arg
 from reference_server.engine.cost_profile import Profile
 from reference_server.engine.filler_text import (
     exact_split,
-    filler_pieces,
+    filler_pieces_checked,
     reasoning_summary,
     warm_filler_pool,
 )
@@ -290,12 +290,14 @@ def _call_item(rng: random.Random, tool: Mapping[str, Any]) -> PlannedItem:
         pieces=exact_split(arguments),
         name=name,
         call_id=seeded_call_id(rng),
+        pieces_resplit=True,
     )
 
 
 def _message_item(rng: random.Random) -> PlannedItem:
     n = _lognormal_tokens(rng, MESSAGE_MEDIAN_TOKENS, MESSAGE_SIGMA, MESSAGE_MAX_TOKENS)
-    return PlannedItem(kind="message", pieces=filler_pieces(n, rng))
+    pieces, resplit = filler_pieces_checked(n, rng)
+    return PlannedItem(kind="message", pieces=pieces, pieces_resplit=resplit)
 
 
 def _reasoning_item(rng: random.Random, median: int) -> PlannedItem:

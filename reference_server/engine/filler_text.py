@@ -213,8 +213,14 @@ def filler_pieces(n: int, rng: random.Random) -> tuple[str, ...]:
     draws; the usual case) at one where re-tokenizing the joined text gives back the same
     pieces.
     """
+    return filler_pieces_checked(n, rng)[0]
+
+
+def filler_pieces_checked(n: int, rng: random.Random) -> tuple[tuple[str, ...], bool]:
+    """`filler_pieces` (the same draws), and whether the joined text re-splits into exactly
+    these pieces: then they are its tokens, and whoever renders the reply need not split it."""
     if n <= 0:
-        return ()
+        return (), True
     pool = _pool()
     chosen: list[tuple[str, ...]] = []
     last: tuple[str, ...] = ()
@@ -225,6 +231,7 @@ def filler_pieces(n: int, rng: random.Random) -> tuple[str, ...]:
             total += len(chosen[-1])
         last = chosen.pop()
         last = last[: n - (total - len(last))]  # what the reply keeps of it: 1..all pieces
-        if _clean_cut(last):
+        clean = _clean_cut(last)
+        if clean:
             break
-    return tuple(chain.from_iterable(chosen)) + last  # joined in C: no per-piece Python step
+    return tuple(chain.from_iterable(chosen)) + last, clean  # joined in C: no per-piece step

@@ -8,6 +8,7 @@ a request can get wrong (the server answers 400 with the message).
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,6 +45,9 @@ class PlannedItem:
     hidden_tokens: int = 0
     refusal: bool = False  # a message whose one content part is a refusal
     agent: str | None = None  # the agent of a multi-agent response that says it (None: root)
+    # "".join(pieces) splits back into exactly `pieces`: they are the text's tokens, so the
+    # rendering of the output reuses them instead of tokenizing the text again (state/render.py)
+    pieces_resplit: bool = False
 
     @property
     def text(self) -> str:
@@ -121,3 +125,8 @@ def truncate_items(
             )
         return tuple(kept), True
     return tuple(kept), False
+
+
+def resplit_texts(items: Iterable[PlannedItem]) -> dict[str, tuple[str, ...]]:
+    """Text -> its token pieces, for the items whose pieces are the split of their text."""
+    return {item.text: item.pieces for item in items if item.pieces_resplit and item.pieces}

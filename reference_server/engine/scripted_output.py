@@ -9,7 +9,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from reference_server.engine.filler_text import exact_split, filler_pieces
+from reference_server.engine.filler_text import exact_split, filler_pieces_checked
 from reference_server.engine.generation_plan import InvalidScript, PlannedItem, seeded_call_id
 
 _SCRIPT_FIELDS: Final[Mapping[str, frozenset[str]]] = {
@@ -104,15 +104,16 @@ def scripted_items(
         kind = spec["type"]
         if kind == "message":
             if "tokens" in spec:
-                pieces = filler_pieces(spec["tokens"], rng())
+                pieces, resplit = filler_pieces_checked(spec["tokens"], rng())
             else:
-                pieces = exact_split(spec.get("text", spec.get("refusal", "")))
+                pieces, resplit = exact_split(spec.get("text", spec.get("refusal", ""))), True
             items.append(
                 PlannedItem(
                     kind="message",
                     pieces=pieces,
                     refusal="refusal" in spec,
                     agent=spec.get("agent"),
+                    pieces_resplit=resplit,
                 )
             )
         elif kind == "function_call":
@@ -124,6 +125,7 @@ def scripted_items(
                     name=spec["name"],
                     call_id=call_id,
                     agent=spec.get("agent"),
+                    pieces_resplit=True,
                 )
             )
         else:

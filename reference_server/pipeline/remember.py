@@ -8,6 +8,7 @@ output is in the KV cache too, so its prefix key goes into the engine's prefix c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from harness.protocol import wire
@@ -27,9 +28,12 @@ def remember(
     cache: TurnCache,
     prefix_cache: PrefixCache,
     metrics: Counters,
+    known_pieces: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Conversation:
-    """Build the turn's entry, key its output for the prefix cache, put it in the cache."""
-    entry = next_entry(prepared, tenant, tuple(output), response)
+    """Build the turn's entry, key its output for the prefix cache, put it in the cache.
+    ``known_pieces``: the output's texts with the token pieces the engine planned for them
+    (`generation_plan.resplit_texts`), so rendering the output splits none of them again."""
+    entry = next_entry(prepared, tenant, tuple(output), response, known_pieces or {})
     if entry.item_keys:  # decoded output is in the KV cache too
         prefix_cache.insert(entry.item_keys[-1], len(entry.prefix) + entry.rendering.token_count)
     for _ in range(cache.replace(entry)):
@@ -42,11 +46,12 @@ def next_entry(
     tenant: str,
     output_items: tuple[dict[str, Any], ...],
     response: dict[str, Any],
+    known_pieces: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Conversation:
     request, prompt = prepared.request, prepared.prompt
     parent_size = prepared.parent.size_bytes if prepared.parent else 0
     new_size = len(wire.dumps_bytes([request.input, output_items]))  # the bytes they'd take
-    rendering = prompt.rendering.append(output_items)
+    rendering = prompt.rendering.append(output_items, known_pieces or {})
     # Keys for the output items too, so the next turn's prefix match covers them.
     new_chunks = rendering.chunks.tail(len(prompt.item_keys))
     return Conversation(

@@ -20,7 +20,7 @@ from itertools import chain
 from typing import Any
 
 from harness.protocol.items import item_type, part_text
-from harness.protocol.tokenizer import VOCAB_SIZE, tokenize
+from harness.protocol.tokenizer import VOCAB_SIZE, token_id, tokenize
 
 from .chain_seq import ChainSeq
 from .sealed import open_sealed
@@ -64,9 +64,21 @@ def _cached_header(name: str) -> tuple[int, ...]:
     return (START, *tokenize(name + "\n"))
 
 
-def _content_tokens(content: object, out: list[int]) -> None:
+_NOTHING_KNOWN: Mapping[str, tuple[str, ...]] = {}
+
+
+def _text_tokens(text: str, known: Mapping[str, tuple[str, ...]]) -> list[int]:
+    """``tokenize(text)``; from its pieces when ``known`` has them (the server's own output,
+    whose planned pieces are the split of its text), without running the splitter again."""
+    pieces = known.get(text) if known else None
+    return list(map(token_id, pieces)) if pieces is not None else tokenize(text)
+
+
+def _content_tokens(
+    content: object, out: list[int], known: Mapping[str, tuple[str, ...]] = _NOTHING_KNOWN
+) -> None:
     if isinstance(content, str):
-        out += tokenize(content)
+        out += _text_tokens(content, known)
         return
     if not isinstance(content, list):
         return
@@ -81,22 +93,25 @@ def _content_tokens(content: object, out: list[int]) -> None:
         else:
             text = part_text(part)
             if text is not None:
-                out += tokenize(text)
+                out += _text_tokens(text, known)
 
 
-def render_item(item: Mapping[str, Any]) -> tuple[int, ...]:
-    """The tokens of one item, framed by ``START`` and ``END``."""
+def render_item(
+    item: Mapping[str, Any], known: Mapping[str, tuple[str, ...]] = _NOTHING_KNOWN
+) -> tuple[int, ...]:
+    """The tokens of one item, framed by ``START`` and ``END``. ``known``: texts whose token
+    pieces are known (each must be exactly ``split(text)``), rendered without splitting."""
     kind = item_type(item)
     if kind == "message":
         role = item.get("role")
         out = list(_header(role if isinstance(role, str) else "message"))
-        _content_tokens(item.get("content"), out)
+        _content_tokens(item.get("content"), out, known)
     elif kind == "function_call":
         out = list(_header(kind))
         for key in ("name", "arguments"):
             value = item.get(key)
             if isinstance(value, str):
-                out += tokenize(value)
+                out += _text_tokens(value, known)
     elif kind in ("function_call_output", "custom_tool_call_output"):
         out = list(_header(kind))
         _content_tokens(item.get("output"), out)
@@ -145,9 +160,13 @@ class Rendering:
     def item_count(self) -> int:
         return len(self.chunks)
 
-    def append(self, items: Iterable[Mapping[str, Any]]) -> Rendering:
-        """Render only ``items`` and return the extended rendering."""
-        new = tuple(map(render_item, items))
+    def append(
+        self,
+        items: Iterable[Mapping[str, Any]],
+        known: Mapping[str, tuple[str, ...]] = _NOTHING_KNOWN,
+    ) -> Rendering:
+        """Render only ``items`` and return the extended rendering (``known``: `render_item`)."""
+        new = tuple(render_item(item, known) for item in items)
         if not new:
             return self
         return Rendering(self.chunks.extended(new), self.token_count + sum(map(len, new)))

@@ -19,7 +19,7 @@ from harness.protocol.tokenizer import count_tokens, split
 from reference_server.cost_profiles import load_cost_profile
 from reference_server.engine.cost_profile import Profile
 from reference_server.engine.engine import MAX_PARALLEL_CALLS, MESSAGE_MAX_TOKENS, Engine
-from reference_server.engine.filler_text import filler_pieces
+from reference_server.engine.filler_text import filler_pieces, filler_pieces_checked
 from reference_server.engine.generation_plan import (
     GenerationPlan,
     InvalidScript,
@@ -27,6 +27,7 @@ from reference_server.engine.generation_plan import (
     PlanError,
     PlannedItem,
     UnknownToolChoice,
+    resplit_texts,
 )
 
 ZERO = load_cost_profile("zero")
@@ -197,6 +198,8 @@ def test_filler_has_exactly_n_pieces(n: int, seed: int) -> None:
     # a client that re-tokenizes the reply counts what usage says (no 0 of 3,000 seeds missed)
     assert tuple(split("".join(pieces))) == pieces
     assert filler_pieces(n, random.Random(seed)) == pieces  # seeded: the same reply again
+    # the same draws, and a flag that is true only when the pieces are the text's split
+    assert filler_pieces_checked(n, random.Random(seed)) == (pieces, True)
 
 
 def test_tool_choice_none_or_no_function_tools_gives_a_message() -> None:
@@ -356,6 +359,24 @@ def test_reasoning_effort_scales_hidden_tokens_and_none_means_no_reasoning() -> 
 
 
 # -- truncation --------------------------------------------------------------------------------
+
+
+def test_pieces_said_to_resplit_are_the_split_of_their_text() -> None:
+    engine = Engine(ZERO, seed=4)
+    flagged = 0
+    for i in range(200):
+        p = plan(engine, f"resplit-{i}", tools=TOOLS, tool_choice="auto", parallel_tool_calls=True)
+        for item in p.items:
+            if item.pieces_resplit:
+                flagged += 1
+                assert tuple(split(item.text)) == item.pieces
+        assert resplit_texts(p.items) == {
+            i.text: i.pieces for i in p.items if i.pieces_resplit and i.pieces
+        }
+    assert flagged >= 200  # messages and calls alike say so (one item or more per plan)
+    # a cut item's pieces are a prefix of a split, not necessarily a split: never flagged
+    cut = plan(material="long", max_output_tokens=5)
+    assert cut.truncated and not cut.items[-1].pieces_resplit
 
 
 def test_max_output_tokens_truncates_and_drops_later_items() -> None:

@@ -3,7 +3,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.protocol.tokenizer import tokenize
+from harness.protocol.tokenizer import split, token_id, tokenize
 from reference_server.state.render import (
     END,
     IMAGE,
@@ -41,6 +41,29 @@ def test_turn_by_turn_appends_equal_full_render(turns: list[list[Any]]) -> None:
     for turn in turns:
         rendering = rendering.append(turn)
     assert rendering.tokens() == render_full([item for turn in turns for item in turn]).tokens()
+
+
+@given(st.lists(valid_item, max_size=6))
+def test_known_pieces_render_as_the_split_would(items: list[Any]) -> None:
+    # the server's own output: each text with the pieces the engine planned, its split
+    texts = [
+        part.get("text") if isinstance(part, dict) else None
+        for item in items
+        for part in (item.get("content") if isinstance(item.get("content"), list) else [])
+    ] + [item.get(key) for item in items for key in ("arguments", "content")]
+    known = {text: tuple(split(text)) for text in texts if isinstance(text, str)}
+    assert render_full(items).append(items, known) == render_full(items).append(items)
+
+
+def test_known_pieces_are_taken_as_the_tokens_without_splitting() -> None:
+    reply = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "ab"}],
+    }
+    tokens = render_item(reply, {"ab": ("a", "b")})
+    assert tokens[-3:] == (token_id("a"), token_id("b"), END)  # split() would give one piece
+    assert render_item(reply)[-2:] == (*tokenize("ab"), END)
 
 
 def test_item_framing() -> None:
