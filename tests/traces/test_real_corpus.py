@@ -65,6 +65,7 @@ ROUND_TRIPS = [
     ("codex", SAMPLES / "codex-desktop" / "handwritten"),
     ("codex", SAMPLES / "codex-desktop"),
     ("mooncake", SAMPLES / "mooncake" / "sample_trace.jsonl"),
+    ("mooncake", SAMPLES / "mooncake" / "mooncake_trace.jsonl"),
     ("gemini-cli", SAMPLES / "gemini-cli"),
 ]
 

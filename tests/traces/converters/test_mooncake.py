@@ -1,19 +1,23 @@
-"""Mooncake-style traces: the head of Mooncake's FAST'25 conversation trace (as LMCache ships it),
-sessions inferred from prefix chains or given by id, the arrival schedule, input errors."""
+"""Mooncake-style traces: the head of Mooncake's FAST'25 conversation trace (as LMCache ships it)
+and a later 1,000-request slice (as hiverge/dynamo ships it), sessions inferred from prefix
+chains or given by id, the arrival schedule, input errors."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.protocol.tokenizer import tokenize
 from harness.traces.converters.common import read_jsonl
 from harness.traces.converters.mooncake import convert_mooncake, infer_sessions, parse_line
-from harness.traces.format import TraceFormatError
+from harness.traces.format import Rollout, TraceFormatError
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "mooncake" / "sample_trace.jsonl"
+DYNAMO = SAMPLE.with_name("mooncake_trace.jsonl")
 
 
 def requests(path: Path, block: int = 512):  # type: ignore[no-untyped-def]
@@ -55,6 +59,70 @@ def test_prompts_share_exactly_the_blocks_they_share_in_the_trace() -> None:
     # both start with block 0 (the service's shared system prompt), then differ
     shared = next(i for i, (x, y) in enumerate(zip(first_a, first_b, strict=False)) if x != y)
     assert 512 <= shared <= 513
+
+
+Row = dict[str, Any]
+KEYS = ("arrival_ms", "input_tokens", "output_tokens")
+
+
+def _shared_blocks(a: list[int], b: list[int]) -> int:
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
+@pytest.fixture(scope="module")
+def dynamo() -> tuple[list[Row], list[Rollout]]:
+    """The second real trace's lines, read as plain JSON, and what the converter makes of them
+    (once: synthesizing 1,000 prompts is the slow part)."""
+    rows = [json.loads(line) for line in DYNAMO.read_text().splitlines()]
+    return rows, convert_mooncake(DYNAMO)
+
+
+def test_the_second_real_trace_keeps_every_request_and_its_recorded_reuse(
+    dynamo: tuple[list[Row], list[Rollout]],
+) -> None:
+    rows, rollouts = dynamo
+    # what the file holds, read without the converter: 1,000 requests under four prefix roots
+    # (block 0 and the 12-block prompt 46..57 are system prompts), 736 blocks used more than once
+    assert len(rows) == 1000
+    assert Counter(r["hash_ids"][0] for r in rows) == {0: 452, 46: 397, 74: 150, 26783: 1}
+    uses = Counter(h for r in rows for h in set(r["hash_ids"]))
+    assert sum(n > 1 for n in uses.values()) == 736
+    turns = [t for r in rollouts for t in r.turns]
+    # every request is one turn, with its own arrival and sizes (timestamps are milliseconds)
+    seen = Counter((t.observed["arrival_ms"], t.observed["input_tokens"]) for t in turns)
+    assert seen == Counter((float(r["timestamp"]), r["input_length"]) for r in rows)
+    assert (len(rollouts), sum(len(r.turns) > 1 for r in rollouts)) == (722, 200)
+    # each continuation reuses exactly the blocks its request shares with the previous turn's,
+    # at least two of them and all of the previous request's but its (partial) last one
+    # (arrival and sizes name one line, but for two 74..78 lines that both start a session)
+    row_of: dict[tuple[float, int, int], Row] = {}
+    for r in rows:
+        row_of.setdefault((float(r["timestamp"]), r["input_length"], r["output_length"]), r)
+    links = 0
+    for rollout in rollouts:
+        keys = [tuple(t.observed[k] for k in KEYS) for t in rollout.turns]
+        chain = [row_of[(float(at), int(n_in), int(n_out))] for at, n_in, n_out in keys]
+        for prev, row, turn in zip(chain, chain[1:], rollout.turns[1:], strict=False):
+            shared = _shared_blocks(prev["hash_ids"], row["hash_ids"])
+            assert shared >= max(2, len(prev["hash_ids"]) - 1)
+            assert turn.observed["cached_tokens"] == shared * 512
+            links += 1
+    assert links == len(rows) - len(rollouts)
+
+
+def test_sessions_sharing_the_second_traces_system_prompt_share_its_text(
+    dynamo: tuple[list[Row], list[Rollout]],
+) -> None:
+    rows, rollouts = dynamo
+    a, b = (r for r in rollouts if r.meta["first_request"] in (5, 13))
+    assert _shared_blocks(rows[5]["hash_ids"], rows[13]["hash_ids"]) == 12
+    first_a = tokenize(a.turns[0].input[0]["content"][0]["text"])
+    first_b = tokenize(b.turns[0].input[0]["content"][0]["text"])
+    assert (len(first_a), len(first_b)) == (rows[5]["input_length"], rows[13]["input_length"])
+    shared = next(i for i, (x, y) in enumerate(zip(first_a, first_b, strict=False)) if x != y)
+    assert 12 * 512 <= shared <= 12 * 512 + 1
 
 
 def test_session_ids_group_requests_when_the_trace_has_them(tmp_path: Path) -> None:
