@@ -25,7 +25,7 @@ from websockets.server import ServerProtocol
 from harness.protocol import errors, wire
 from harness.protocol.errors import ApiError
 from harness.transport import sockets
-from harness.transport.frontdoor import FrontDoor
+from harness.transport.frontdoor import FrontDoor, WaitingDoors
 from reference_server.auth import KeyRing
 from reference_server.config import ServerConfig
 from reference_server.connection import StampedServerConnection, StampedStreamProtocol
@@ -69,6 +69,7 @@ class ReferenceServer:
         self._http_tasks: set[asyncio.Task[None]] = set()
         self._http_handlers: dict[asyncio.Task[None], HttpConnection] = {}
         self._sessions: set[WebSocketSession] = set()
+        self._waiting_doors = WaitingDoors()  # connections whose head is not in yet
         self._stopped = False
         # the connection caps, counted across every worker of the port (connection_caps.py)
         self.caps = ConnectionCaps(
@@ -114,6 +115,7 @@ class ReferenceServer:
                 max_head_bytes=limits.max_http_header_bytes,
                 head_timeout_s=limits.handshake_timeout_s,
                 admit_http=self._admit_http,
+                waiting=self._waiting_doors,
             ),
             sock=self._listener,
         )
@@ -147,6 +149,11 @@ class ReferenceServer:
         if self._stopped:
             return
         self._stopped = True
+        # the listener first, here and synchronously: websockets closes it from a task that may
+        # never run when the loop ends right after, leaving a socket that accepts but never answers
+        if self._asyncio_server is not None:
+            self._asyncio_server.close()
+        self._waiting_doors.shut()
         if self._ws_server is not None:
             sessions = [s.close_for_shutdown(drained_for_s) for s in list(self._sessions)]
             with contextlib.suppress(TimeoutError):
@@ -163,6 +170,8 @@ class ReferenceServer:
         await asyncio.gather(*self._http_tasks, return_exceptions=True)
         await self.services.persistence.flush()
         self.services.persistence.close()
+        if self._listener is not None:
+            self._listener.close_accepted()
 
     # -- connection hand-off (called by FrontDoor) ------------------------------------------
     def stamping_socket(self, transport: asyncio.BaseTransport) -> sockets.StampingSocket | None:

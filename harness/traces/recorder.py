@@ -55,7 +55,7 @@ from harness.progress import Progress
 from harness.traces.event_log import EventLog
 from harness.traces.recorded import Observed, RolloutBuilder, TraceLog
 from harness.transport.events import GarbageFrame
-from harness.transport.frontdoor import FrontDoor
+from harness.transport.frontdoor import FrontDoor, WaitingDoors
 from harness.transport.h11_loop import next_h11_event, read_within
 from harness.transport.sse_wire import SseParser, parse_event
 from harness.usage import usage_error
@@ -108,6 +108,7 @@ class Recorder:
         self._server: asyncio.Server | None = None
         self._ws_server: Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._waiting_doors = WaitingDoors()  # connections whose head is not in yet
         self.events = EventLog(events) if events is not None else None
         self._connections = 0
 
@@ -140,7 +141,12 @@ class Recorder:
         loop = asyncio.get_running_loop()
         try:
             self._server = await loop.create_server(
-                lambda: FrontDoor(self, max_head_bytes=MAX_HEAD_BYTES, answer_oversized=False),
+                lambda: FrontDoor(
+                    self,
+                    max_head_bytes=MAX_HEAD_BYTES,
+                    answer_oversized=False,
+                    waiting=self._waiting_doors,
+                ),
                 "127.0.0.1",
                 self.port,
                 reuse_address=True,
@@ -153,6 +159,9 @@ class Recorder:
 
     async def stop(self) -> int:
         """Stop listening, end open connections, write the trace; returns rollouts written."""
+        if self._server is not None:
+            self._server.close()  # the listener now: websockets closes it from a task
+        self._waiting_doors.shut()
         if self._ws_server is not None:
             self._ws_server.close()
             with contextlib.suppress(TimeoutError):

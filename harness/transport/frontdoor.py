@@ -40,7 +40,8 @@ class FrontDoor(asyncio.Protocol):
     A head over `max_head_bytes` is answered 431 however it was split into reads
     (`answer_oversized=False`: the connection is just closed); with `head_timeout_s`, a head that
     takes longer is aborted. `admit_http`, when given, is asked before an HTTP request is handed
-    over: False answers 503 (with Retry-After) without reading further.
+    over: False answers 503 (with Retry-After) without reading further. `waiting`, when given,
+    holds every door whose connection is not handed over yet (a stopping server shuts them).
     """
 
     def __init__(
@@ -51,8 +52,10 @@ class FrontDoor(asyncio.Protocol):
         head_timeout_s: float | None = None,
         answer_oversized: bool = True,
         admit_http: Callable[[], bool] | None = None,
+        waiting: WaitingDoors | None = None,
     ) -> None:
         self.acceptor = acceptor
+        self.waiting = waiting
         self.admit_http = admit_http
         self.refused = False
         self.max_head_bytes = max_head_bytes
@@ -65,6 +68,8 @@ class FrontDoor(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        if self.waiting is not None:
+            self.waiting.enter(self, transport)
         if self.head_timeout_s is not None:
             loop = asyncio.get_running_loop()
             self._timer = loop.call_later(self.head_timeout_s, transport.abort)
@@ -82,6 +87,7 @@ class FrontDoor(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
         head = bytes(self.buffer)
+        self._leave_waiting()  # a refusal below lingers on its own timer
         if is_websocket_upgrade(head[:end]):
             refusal = upgrade_refusal(head[: end + len(_HEAD_END)])
             if refusal is not None:  # websockets would close without an answer: answer it here
@@ -98,6 +104,17 @@ class FrontDoor(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        self._leave_waiting()
+
+    def _leave_waiting(self) -> None:
+        if self.waiting is not None:
+            self.waiting.leave(self)
+
+    def abort(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.transport is not None:
+            self.transport.abort()
 
     def _refuse_oversized(self) -> None:
         assert self.transport is not None
@@ -109,6 +126,36 @@ class FrontDoor(asyncio.Protocol):
             return
         message = f"Request header fields exceed {self.max_head_bytes} bytes."
         refuse(self.transport, ApiError(431, "invalid_request_error", "headers_too_large", message))
+
+
+class WaitingDoors:
+    """The doors whose connection is not handed over yet, so that a stopping server can shut
+    them: `shut()` resets each (nothing of theirs was accepted, and a reset tells the client
+    now; left open, the socket outlives the event loop and the client waits out its handshake
+    timeout), and so is a connection the loop accepted just before the listener closed, whose
+    door opens only after."""
+
+    def __init__(self) -> None:
+        self._doors: set[FrontDoor] = set()
+        self.shut_down = False
+
+    def __len__(self) -> int:
+        return len(self._doors)
+
+    def enter(self, door: FrontDoor, transport: asyncio.Transport) -> None:
+        if self.shut_down:
+            transport.abort()
+        else:
+            self._doors.add(door)
+
+    def leave(self, door: FrontDoor) -> None:
+        self._doors.discard(door)
+
+    def shut(self) -> None:
+        self.shut_down = True
+        for door in list(self._doors):
+            door.abort()
+        self._doors.clear()
 
 
 def refuse(

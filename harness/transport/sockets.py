@@ -136,6 +136,13 @@ class StampingListener(socket.socket):
         self.accepted[fd] = sock
         return sock, address
 
+    def close_accepted(self) -> None:
+        """Close every accepted connection still open: a stopped server's last step. asyncio
+        drops a connection accepted just before its server closed (its transport is never
+        made) without closing it, and the client would wait out its handshake timeout."""
+        for sock in list(self.accepted.values()):
+            sock.close()
+
     def find_accepted(self, transport: asyncio.BaseTransport) -> StampingSocket | None:
         """The `StampingSocket` a transport of this listener reads from (None if not ours)."""
         wrapper = transport.get_extra_info("socket")

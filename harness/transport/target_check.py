@@ -269,6 +269,8 @@ def _error_answer(answer: ApiError, url: str, mode: str, *, upgrade: bool) -> Ta
         )
     elif status == 429:
         hint = "the target is busy or rate-limited: try again later, with less concurrency"
+    elif status == 503:
+        hint = "the server is unavailable (shutting down or overloaded): try again later"
     elif status >= 500:
         hint = "the server failed: see its log"
     else:

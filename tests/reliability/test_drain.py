@@ -125,3 +125,29 @@ def test_an_http_stream_longer_than_the_drain_timeout_hears_why_before_it_ends(
     assert "drain deadline" in events[-1]["error"]["message"]
     assert not [e for e in events[:-1] if e["type"] in TERMINAL_TYPES]
     assert server.process.wait(15) == 0
+
+
+def test_a_connection_whose_head_is_not_in_when_the_server_stops_is_reset(tmp_path: Any) -> None:
+    """A client that connected but had not finished its request head when the server stopped
+    learns at once (a reset or EOF), instead of waiting out its handshake timeout: nothing of
+    its was accepted, and an open socket after the stop would look like a live server."""
+    from reference_server.app import ReferenceServer
+    from reference_server.config import ServerConfig
+
+    async def body() -> bytes:
+        config = ServerConfig(port=0, profile="zero", data_dir=tmp_path / "data")
+        server = ReferenceServer(config)
+        await server.start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /v1/responses HTTP/1.1\r\nHost: x\r\n")  # no blank line yet
+        await writer.drain()
+        await asyncio.sleep(0.2)  # the server has accepted it and holds the partial head
+        await server.stop()
+        try:  # the head timer (10 s) would end it too: the bound is well below that
+            return await asyncio.wait_for(reader.read(), 5)
+        except ConnectionResetError:
+            return b""
+        finally:
+            writer.close()
+
+    assert asyncio.run(body()) == b""

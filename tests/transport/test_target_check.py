@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.transport.events import TransportError
+from harness.transport.events import HttpStatusError, TransportError
 from harness.transport.target_check import (
     CHECK_BUDGET_S,
     CheckTarget,
@@ -122,3 +122,15 @@ def test_a_black_hole_is_no_answer_within_the_budget() -> None:
         f"no answer from {canned.url}: a plain create got no event within 0.3 s; is "
         "it a Responses API endpoint? (a slow server: raise the timeout)"
     )
+
+
+def test_a_503_reads_as_a_server_unavailable_for_now_not_a_failed_one() -> None:
+    """A server shutting down (or overloaded) answers 503: the hint says to try again later."""
+    body = b'{"error": {"message": "Server is shutting down.", "type": "server_error"}}'
+    problem = describe_failure(HttpStatusError(503, body), "ws://127.0.0.1:1/v1/responses")
+    assert problem.line() == (
+        "upgrade refused by ws://127.0.0.1:1/v1/responses: HTTP 503: Server is shutting down.; "
+        "the server is unavailable (shutting down or overloaded): try again later"
+    )
+    failed = describe_failure(HttpStatusError(500, body), "ws://127.0.0.1:1/v1/responses")
+    assert failed.line().endswith("; the server failed: see its log")
