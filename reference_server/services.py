@@ -14,6 +14,7 @@ from reference_server.engine.engine import Engine
 from reference_server.faults import Faults
 from reference_server.metrics import ServerMetrics
 from reference_server.observer import ServerObserver
+from reference_server.pipeline.inference import pool_passes_output_screen
 from reference_server.state.conversation import Conversation
 from reference_server.state.prefix import PrefixCache
 from reference_server.store.persistence import Persistence
@@ -50,6 +51,7 @@ class Services:
         )
         faults = Faults.from_names(config.faults)
         engine = Engine(profile, config.seed)
+        pool_passes_output_screen()  # once per process, before any reply (pipeline/inference)
         metrics = ServerMetrics()
         services = cls(
             config, profile, engine, Persistence(store, metrics), metrics=metrics, faults=faults

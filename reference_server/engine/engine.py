@@ -297,7 +297,7 @@ def _call_item(rng: random.Random, tool: Mapping[str, Any]) -> PlannedItem:
 def _message_item(rng: random.Random) -> PlannedItem:
     n = _lognormal_tokens(rng, MESSAGE_MEDIAN_TOKENS, MESSAGE_SIGMA, MESSAGE_MAX_TOKENS)
     pieces, resplit = filler_pieces_checked(n, rng)
-    return PlannedItem(kind="message", pieces=pieces, pieces_resplit=resplit)
+    return PlannedItem(kind="message", pieces=pieces, pieces_resplit=resplit, pool_text=True)
 
 
 def _reasoning_item(rng: random.Random, median: int) -> PlannedItem:

@@ -199,11 +199,35 @@ def warm_filler_pool() -> None:
     _pool()
 
 
-def _clean_cut(pieces: tuple[str, ...]) -> bool:
-    """Whether the joined text re-splits into exactly these pieces (so a client re-tokenizing
-    the reply counts what usage says). Only the last paragraph's kept part is checked:
-    paragraphs end in a line break and begin with none, so whole ones join cleanly."""
-    return tuple(split("".join(pieces))) == pieces
+def pool_texts() -> tuple[str, ...]:
+    """The pool's paragraphs as text: every generated reply is these joined, the last one maybe
+    cut short (what lets a per-process check vouch for every reply, `state/safety.py`)."""
+    return _pool_texts()
+
+
+@cache
+def _pool_texts() -> tuple[str, ...]:
+    return tuple("".join(pieces) for pieces in _pool())
+
+
+@cache
+def _cut_verdicts() -> tuple[bytearray, ...]:
+    """Per paragraph, per kept piece count: 0 not yet known, 1 a clean cut, 2 not. Filled as
+    cuts are drawn (a few bytes a paragraph), so each cut is re-split once per process."""
+    return tuple(bytearray(len(pieces) + 1) for pieces in _pool())
+
+
+def _clean_cut(index: int, kept: int) -> bool:
+    """Whether the first `kept` pieces of paragraph `index`, joined, re-split into exactly
+    those pieces (so a client re-tokenizing the reply counts what usage says). Only the last
+    paragraph's kept part needs the check: paragraphs end in a line break and begin with none,
+    so whole ones join cleanly."""
+    verdicts = _cut_verdicts()[index]
+    verdict = verdicts[kept]
+    if not verdict:
+        pieces = _pool()[index][:kept]
+        verdict = verdicts[kept] = 1 if tuple(split("".join(pieces))) == pieces else 2
+    return verdict == 1
 
 
 def filler_pieces(n: int, rng: random.Random) -> tuple[str, ...]:
@@ -226,12 +250,16 @@ def filler_pieces_checked(n: int, rng: random.Random) -> tuple[tuple[str, ...], 
     last: tuple[str, ...] = ()
     for _attempt in range(4):
         chosen, total = [], 0
-        while total < n:
-            chosen.append(pool[rng.randrange(FILLER_POOL_SIZE)])
-            total += len(chosen[-1])
-        last = chosen.pop()
-        last = last[: n - (total - len(last))]  # what the reply keeps of it: 1..all pieces
-        clean = _clean_cut(last)
+        while True:
+            index = rng.randrange(FILLER_POOL_SIZE)
+            paragraph = pool[index]
+            total += len(paragraph)
+            if total >= n:
+                break
+            chosen.append(paragraph)
+        kept = n - (total - len(paragraph))  # what the reply keeps of the last: 1..all pieces
+        last = paragraph[:kept]
+        clean = _clean_cut(index, kept)
         if clean:
             break
     return tuple(chain.from_iterable(chosen)) + last, clean  # joined in C: no per-piece step

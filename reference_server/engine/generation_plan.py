@@ -48,6 +48,9 @@ class PlannedItem:
     # "".join(pieces) splits back into exactly `pieces`: they are the text's tokens, so the
     # rendering of the output reuses them instead of tokenizing the text again (state/render.py)
     pieces_resplit: bool = False
+    # the text is paragraphs of the filler pool joined, the last one maybe cut short
+    # (filler_text.pool_texts): a check of the pool vouches for it (pipeline/inference.py)
+    pool_text: bool = False
 
     @property
     def text(self) -> str:
@@ -121,6 +124,7 @@ def truncate_items(
                     hidden_tokens=hidden,
                     refusal=item.refusal,
                     agent=item.agent,
+                    pool_text=item.pool_text,  # a prefix of pool text is pool text
                 )
             )
         return tuple(kept), True

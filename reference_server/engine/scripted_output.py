@@ -103,7 +103,8 @@ def scripted_items(
     for spec in script:
         kind = spec["type"]
         if kind == "message":
-            if "tokens" in spec:
+            filler = "tokens" in spec
+            if filler:
                 pieces, resplit = filler_pieces_checked(spec["tokens"], rng())
             else:
                 pieces, resplit = exact_split(spec.get("text", spec.get("refusal", ""))), True
@@ -114,6 +115,7 @@ def scripted_items(
                     refusal="refusal" in spec,
                     agent=spec.get("agent"),
                     pieces_resplit=resplit,
+                    pool_text=filler,
                 )
             )
         elif kind == "function_call":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import json
 import time
@@ -27,13 +28,14 @@ from harness.protocol.events import Event
 from harness.protocol.requests import CreateRequest
 from reference_server.engine.emission import TokenSchedule
 from reference_server.engine.engine import Engine, SeedMaterial
+from reference_server.engine.filler_text import pool_texts
 from reference_server.engine.generation_plan import GenerationPlan, PlanError, PlannedItem
 from reference_server.pipeline.ids import new_id
 from reference_server.pipeline.live import LiveResponse
 from reference_server.pipeline.outbox import Outbox
 from reference_server.pipeline.refusals import RequestRefused
 from reference_server.pipeline.stages import Counters
-from reference_server.state.safety import classify_output
+from reference_server.state.safety import classify_output, output_screen_passes_joined
 
 Status = Literal["completed", "incomplete", "failed"]
 
@@ -189,12 +191,24 @@ async def _emit_item(
             live.call_emitted(call_id, name, item.agent)
     else:
         await out.emit(emitter.begin_message(new_id("msg"), refusal=item.refusal, agent=item.agent))
-        # classified once the item has started (its first event is built), before any of its text
-        if classify_output(item.text).blocked:
+        # classified once the item has started (its first event is built), before any of its
+        # text; generated text needs no scan when the pool it is made of passes (checked once)
+        if (
+            not (item.pool_text and pool_passes_output_screen())
+            and classify_output(item.text).blocked
+        ):
             return emitted, True  # content filter: the message is cut before any text
         emitted = await _stream(item.pieces, emitter.text_delta, out, schedule, emitted)
         await out.emit(emitter.end_message())
     return emitted, False
+
+
+@functools.cache
+def pool_passes_output_screen() -> bool:
+    """Whether every text made of the filler pool's paragraphs passes the output classifier
+    (true for the pool as it is; a pool holding a flagged phrase would be scanned per reply).
+    A few ms once: the server asks at start-up, not in a first reply."""
+    return output_screen_passes_joined(pool_texts())
 
 
 async def _stream(

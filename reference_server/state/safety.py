@@ -37,6 +37,7 @@ __all__ = [
     "SafetyVerdict",
     "classify_input",
     "classify_output",
+    "output_screen_passes_joined",
 ]
 
 BLOCK_THRESHOLD = 10
@@ -220,6 +221,26 @@ class RuleSet:
             return []
         return [rule for rule in self.rules if rule.hits(text, lowered)]
 
+    def screen_passes(self, text: str) -> bool:
+        """Whether the keyword screen dismisses `text` (then `hits` finds no rule in it)."""
+        by_lowered, by_verbatim = self.lowered_keywords, self.verbatim_keywords
+        return (by_lowered is None or by_lowered.search(text.lower()) is None) and (
+            by_verbatim is None or by_verbatim.search(text) is None
+        )
+
+    def screen_passes_joined(self, paragraphs: Iterable[str]) -> bool:
+        """Whether the screen dismisses every text made of these paragraphs joined in any
+        order, the last one possibly cut short: true when each paragraph passes it, ends in a
+        line break and is ASCII (lowercasing then acts character by character), and no keyword
+        holds a line break (so a keyword in the joined text lies within one paragraph)."""
+        keywords = (k for rule in self.rules for group in rule.keywords for k in group)
+        if any("\n" in keyword for keyword in keywords):
+            return False
+        return all(
+            text.endswith("\n") and text.isascii() and self.screen_passes(text)
+            for text in paragraphs
+        )
+
 
 def _any_of(keywords: set[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(map(re.escape, sorted(keywords)))) if keywords else None
@@ -295,6 +316,13 @@ def classify_output(text: str) -> SafetyVerdict:
     """Verdict on generated text: output-scope rules, with the flag score of this text alone."""
     hits = OUTPUT_RULES.hits(text)
     return _verdict(frozenset(rule.id for rule in hits), sum(rule.weight for rule in hits))
+
+
+def output_screen_passes_joined(paragraphs: Iterable[str]) -> bool:
+    """Whether `classify_output` passes every text made of these paragraphs joined, the last
+    one possibly cut short, without scanning it (`RuleSet.screen_passes_joined`): checked once
+    for the generated text's paragraphs, it spares each generated reply its scan."""
+    return OUTPUT_RULES.screen_passes_joined(paragraphs)
 
 
 _CLEAN = SafetyVerdict(False, (), None)

@@ -565,3 +565,16 @@ def test_paired_requests_share_burst_and_jitter_whatever_their_cache_split() -> 
         assert ws.queue_s == http.queue_s
         assert ws.items == http.items
         assert ws.prefill_s < http.prefill_s
+
+
+def test_generated_text_is_marked_as_pool_text_and_given_text_is_not() -> None:
+    """The mark that spares a reply its output scan (pipeline/inference.py) is set only on text
+    drawn from the filler pool, and survives a cut (a prefix of pool text is pool text)."""
+    generated = plan(material="pool").items[0]
+    assert generated.kind == "message" and generated.pool_text
+    cut = plan(material="pool", max_output_tokens=3).items[0]
+    assert cut.pool_text and cut.pieces == generated.pieces[:3]
+    given_text = plan(script=[{"type": "message", "text": "hello there"}]).items[0]
+    assert not given_text.pool_text
+    drawn = plan(script=[{"type": "message", "tokens": 12}]).items[0]
+    assert drawn.pool_text and len(drawn.pieces) == 12

@@ -180,3 +180,33 @@ def test_rules_md_documents_every_rule() -> None:
     with open(os.path.join(os.path.dirname(safety.__file__), "RULES.md"), encoding="utf-8") as f:
         doc = f.read()
     assert [rule.id for rule in RULES if f"`{rule.id}`" not in doc] == []
+
+
+# -- generated text: one check of its paragraphs vouches for every reply ------------------------
+def test_the_filler_pool_passes_the_output_screen_joined() -> None:
+    from reference_server.engine.filler_text import pool_texts
+
+    assert OUTPUT_RULES.screen_passes_joined(pool_texts())
+
+
+@given(st.data())
+def test_text_joined_from_screened_paragraphs_passes_classify_output(data: st.DataObject) -> None:
+    from reference_server.engine.filler_text import pool_texts
+
+    paragraphs = pool_texts()
+    chosen = data.draw(st.lists(st.sampled_from(paragraphs), min_size=1, max_size=6))
+    cut = data.draw(st.integers(1, len(chosen[-1])))
+    text = "".join(chosen[:-1]) + chosen[-1][:cut]
+    assert classify_output(text) == SafetyVerdict(False, (), None)
+
+
+def test_screen_passes_joined_refuses_what_could_hide_a_hit() -> None:
+    # each part passes alone, but a keyword spans the join: not vouched for, and flagged joined
+    parts = ["Output: WSMODE-UNSAFE-OUT", "PUT\n"]
+    assert all(OUTPUT_RULES.screen_passes(part) for part in parts)
+    assert not OUTPUT_RULES.screen_passes_joined(parts)  # the first ends in no line break
+    assert classify_output("".join(parts)).blocked
+    blocked = next(rule for rule in RULES if rule.scope != "input" and rule.action == "block")
+    assert not OUTPUT_RULES.screen_passes_joined(["Fine.\n", blocked.example + "\n"])
+    assert not OUTPUT_RULES.screen_passes_joined(["Caf\u00e9 ok.\n"])  # not ASCII: not vouched
+    assert OUTPUT_RULES.screen_passes_joined(["Fine.\n", "Also fine.\n"])
