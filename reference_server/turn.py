@@ -359,13 +359,14 @@ class TurnRunner:
         if prompt.item_keys:  # the prompt is now prefilled: its KV prefix is reusable
             services.prefix_cache.insert(prompt.item_keys[-1], prompt.token_count)
             cache_write_tokens = prompt.token_count - generated.cached_tokens
+        stages_ms = stages.total_ms()  # every stage of the turn has run: reported and recorded
         emitter.response[EXTENSION_FIELD] = wsmode_report(
             resolution=prepared.resolution,
             received_at=ctx.received_at,
             engine_start=generated.engine_start,
             decoded=generated.decoded,
             plan=plan,
-            stages_ms=stages.total_ms(),
+            stages_ms=stages_ms,
             cached_tokens=generated.cached_tokens,
         )
         turn_usage = usage(
@@ -394,7 +395,7 @@ class TurnRunner:
         )
         await out.emit(terminal[-1])
         await out.flush()
-        services.metrics.record_stages(stages.total_ms())
+        services.metrics.record_stages(stages_ms)
         return self._outcome(final_response, status, ctx)
 
     def _outcome(self, response: dict[str, Any], status: Status, ctx: TurnContext) -> TurnOutcome:

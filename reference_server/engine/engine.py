@@ -275,6 +275,10 @@ def _check_counts(input_tokens: int, cached_tokens: int, max_output_tokens: int 
 # -- items ------------------------------------------------------------------------------------
 
 
+# json.dumps(args, separators=(",", ":"), ensure_ascii=False), built once instead of per call
+_ARGUMENTS_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def _call_item(rng: random.Random, tool: Mapping[str, Any]) -> PlannedItem:
     name = str(tool["name"])
     params = tool.get("parameters")
@@ -284,7 +288,7 @@ def _call_item(rng: random.Random, tool: Mapping[str, Any]) -> PlannedItem:
         args = synthesize_arguments(params, rng)
     except UnsatisfiableSchema as exc:
         raise PlanError(f"tool {name!r}: cannot generate arguments: {exc}") from None
-    arguments = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+    arguments = _ARGUMENTS_JSON.encode(args)
     return PlannedItem(
         kind="function_call",
         pieces=exact_split(arguments),

@@ -188,6 +188,12 @@ def render_full(items: Iterable[Mapping[str, Any]]) -> Rendering:
     return _EMPTY.append(items)
 
 
+# Canonical JSON of a tool (sorted keys, compact), the encoder built once, not per tool
+_TOOL_JSON = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+)
+
+
 def render_prefix(instructions: str | None, tools: Sequence[Mapping[str, Any]]) -> tuple[int, ...]:
     """The tokens of the system instructions and tool definitions that precede the history."""
     out: list[int] = []
@@ -199,9 +205,7 @@ def render_prefix(instructions: str | None, tools: Sequence[Mapping[str, Any]]) 
         out += _header("tools")
         for tool in tools:
             # Canonical JSON: the same tools always render to the same tokens.
-            text = json.dumps(
-                tool, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-            )
+            text = _TOOL_JSON.encode(tool)
             out += tokenize(text + "\n")
         out.append(END)
     return tuple(out)
