@@ -23,6 +23,9 @@
    to the `recv` that returns the first text delta (or the echo), frames told apart by their
    first bytes. The unscripted continuation (generated text: what an SDK or codex user gets)
    is the target; the scripted one (one word, via the `wsmode` extension) is printed beside.
+   Under each row, the server's own share of the unscripted TTFT, as its `wsmode` report gives
+   it (from the kernel's receive stamp of the frame to the first delta's write): the rest is
+   the wire, the wake-ups and the client reading the events before the delta.
 Medians over repeated turns; the server always runs in a separate process.
 """
 
@@ -31,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 import os
 import statistics
 import sys
@@ -240,16 +244,27 @@ _CREATED_PREFIX = b'{"type":"response.created"'
 _FAILED_PREFIXES = (b'{"type":"error"', b'{"type":"response.failed"')
 
 
+@dataclasses.dataclass(frozen=True)
+class ContinuationTurns:
+    """One run of continuation turns: per counted turn, the client's TTFT and the server's own
+    share of it (the `wsmode` report's `ttft_ms`: from the kernel's receive stamp of the frame
+    to the first delta's write), ms; and the frame's size, for the echo."""
+
+    ttfts: list[float]
+    server_ttfts: list[float]
+    frame_bytes: int
+
+
 async def continuation_ttfts(
     url: str, turns: int, pause_s: float = 0.0, *, scripted: bool
-) -> tuple[list[float], int]:
+) -> ContinuationTurns:
     """Per continuation turn, ms from handing the frame to `send` to `recv` returning the first
     text delta: the echo's clock and stamp (user space, `time.perf_counter_ns`, the same
     `websockets` client), reading each frame's type from its first bytes, as the echo reads
     nothing. Unscripted: the reply an SDK or codex user gets (generated text); scripted: one
-    word given by the `wsmode` extension. Also the frame's size, for the echo."""
+    word given by the `wsmode` extension."""
     script = {"wsmode": {"script": [{"type": "message", "text": "ok"}]}} if scripted else {}
-    samples, frame_bytes, previous = [], 0, None
+    samples, server_samples, frame_bytes, previous = [], [], 0, None
     async with connect(url, compression=None, max_size=None) as ws:
         for turn in range(turns + 1):  # turn 0 starts the chain and is not counted
             body: dict[str, Any] = {
@@ -265,7 +280,7 @@ async def continuation_ttfts(
             if pause_s:
                 await asyncio.sleep(pause_s)
             first_delta_ns = 0
-            created = b""
+            created = terminal = b""
             async with asyncio.timeout(TIMEOUT_S):  # no task per recv: the echo makes none
                 start = time.perf_counter_ns()
                 await ws.send(frame.decode())
@@ -276,14 +291,17 @@ async def continuation_ttfts(
                     elif message.startswith(_CREATED_PREFIX):
                         created = message  # parsed after the turn, outside the timed part
                     elif message.startswith(_TERMINAL_PREFIXES):
+                        terminal = message  # parsed after the timed part too
                         break
                     elif message.startswith(_FAILED_PREFIXES):
                         raise RuntimeError(f"the continuation failed: {message[:300]!r}")
             previous = wire.loads(created)["response"]["id"]
             if turn and first_delta_ns:
                 samples.append((first_delta_ns - start) / 1e6)
+                report = wire.loads(terminal)["response"].get("wsmode") or {}
+                server_samples.append(float(report.get("ttft_ms") or "nan"))
                 frame_bytes = len(frame)
-    return samples, frame_bytes
+    return ContinuationTurns(samples, server_samples, frame_bytes)
 
 
 async def echo_rtts(port: int, frame_bytes: int, turns: int, pause_s: float = 0.0) -> list[float]:
@@ -330,6 +348,9 @@ class ContinuationRound:
     scripted: float
     echo: float
     baseline_unscripted: float | None = None
+    # the servers' own share (kernel receive stamp -> first delta written), as they report it
+    server_unscripted: float = math.nan
+    server_baseline_unscripted: float | None = None
 
 
 @contextlib.contextmanager
@@ -368,25 +389,28 @@ def continuation_vs_echo(
         port = stack.enter_context(echo_server())
         stack.enter_context(pinned(place.client))
         for _ in range(rounds):
-            unscripted, frame_bytes = asyncio.run(
+            unscripted = asyncio.run(
                 continuation_ttfts(ref.ws_url, turns, place.pause_s, scripted=False)
             )
-            scripted, _ = asyncio.run(
+            scripted = asyncio.run(
                 continuation_ttfts(ref.ws_url, turns, place.pause_s, scripted=True)
             )
-            echoes = asyncio.run(echo_rtts(port, frame_bytes, turns, place.pause_s))
-            old = None
+            echoes = asyncio.run(echo_rtts(port, unscripted.frame_bytes, turns, place.pause_s))
+            old = old_server = None
             if before is not None:
-                old_ttfts, _ = asyncio.run(
+                old_turns = asyncio.run(
                     continuation_ttfts(before.ws_url, turns, place.pause_s, scripted=False)
                 )
-                old = statistics.median(old_ttfts[20:])
+                old = statistics.median(old_turns.ttfts[20:])
+                old_server = statistics.median(old_turns.server_ttfts[20:])
             results.append(
                 ContinuationRound(
-                    statistics.median(unscripted[20:]),
-                    statistics.median(scripted[20:]),
+                    statistics.median(unscripted.ttfts[20:]),
+                    statistics.median(scripted.ttfts[20:]),
                     statistics.median(echoes[20:]),
                     old,
+                    statistics.median(unscripted.server_ttfts[20:]),
+                    old_server,
                 )
             )
     return results
@@ -413,6 +437,19 @@ def print_continuation_vs_echo(baseline: str | None = None) -> None:
             )
         target = "  (target: unscripted <= 2)" if index == 0 else ""
         print(f"   {place.label:36s} echo {echo:.3f}  {'  '.join(cells)}{target}")
+        # where the unscripted turn's time went: the server's own share, the rest is the wire
+        # and the client's reading of the events before the delta
+        shares = [("unscripted", "server_unscripted")]
+        if baseline:
+            shares.append(("baseline_unscripted", "server_baseline_unscripted"))
+        parts = []
+        for label, server_label in shares:
+            server = statistics.median(getattr(r, server_label) for r in rounds)
+            client = statistics.median(getattr(r, label) for r in rounds)
+            parts.append(f"{label} {server:.3f} of {client:.3f}")
+        print(
+            f"   {'':36s} server's share (receive stamp -> first delta written): {'  '.join(parts)}"
+        )
 
 
 def _load() -> str:
