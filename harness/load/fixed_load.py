@@ -49,15 +49,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from harness.load.bench.result import record_turn
+from harness.load.exchange_outcome import capped_exchange_error, fill_metrics
 from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S, TargetWatch
 from harness.load.modes import Mode, parse_mode
-from harness.load.replay import (
-    Endpoint,
-    ReplayOptions,
-    Session,
-    capped_exchange_error,
-    fill_metrics,
-)
+from harness.load.replay import Endpoint, ReplayOptions, Session
 from harness.load.replay_results import TurnResult
 from harness.protocol.items import history_item
 from harness.results.histograms import MetricSet

@@ -225,3 +225,13 @@ def missing_fields(
 
 def is_terminal(event: Mapping[str, Any]) -> bool:
     return event.get("type") in TERMINAL_TYPES
+
+
+def reached_output_cap(response: Mapping[str, Any] | None) -> bool:
+    """A Response that ended `incomplete` because it reached its `max_output_tokens`: what a
+    capped create asked for (a model that would not stop on its own still answered)."""
+    if not isinstance(response, Mapping):
+        return False
+    details = response.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    return response.get("status") == "incomplete" and reason == "max_output_tokens"

@@ -164,7 +164,7 @@ def test_exceptions_map_to_target_failures_or_harness_errors() -> None:
 def test_lane_traffic_files_interleaved_lanes_and_counts_answers() -> None:
     from types import SimpleNamespace
 
-    from harness.conformance.context import LaneTraffic
+    from harness.conformance.lane_traffic import LaneTraffic
 
     a = [{**e, "stream_id": "a"} for e in canned_events("resp_a")]
     b = [{**e, "stream_id": "b"} for e in canned_events("resp_b")]
