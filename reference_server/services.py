@@ -10,6 +10,7 @@ from reference_server.case_script import CaseScript
 from reference_server.config import ServerConfig
 from reference_server.cost_profiles import load_cost_profile
 from reference_server.engine.cost_profile import Profile
+from reference_server.engine.emission import DeltaPacer
 from reference_server.engine.engine import Engine
 from reference_server.faults import Faults
 from reference_server.metrics import ServerMetrics
@@ -29,6 +30,7 @@ class Services:
     persistence: Persistence
     prefix_cache: PrefixCache = field(default_factory=PrefixCache)
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
+    pacer: DeltaPacer = field(default_factory=DeltaPacer)  # deltas/s over all streams
     faults: Faults = field(default_factory=Faults)  # the typed view of `config.faults`
     # Only the `shared-cache` fault uses this: one cache for every connection (a bug on purpose).
     shared_cache: ResponseCache[Conversation] | None = None
@@ -54,7 +56,13 @@ class Services:
         pool_passes_output_screen()  # once per process, before any reply (pipeline/inference)
         metrics = ServerMetrics()
         services = cls(
-            config, profile, engine, Persistence(store, metrics), metrics=metrics, faults=faults
+            config,
+            profile,
+            engine,
+            Persistence(store, metrics),
+            metrics=metrics,
+            pacer=DeltaPacer(profile.max_deltas_per_s),
+            faults=faults,
         )
         # /metrics is per worker (`serve --workers N`): each scrape says which one answered
         services.metrics.inc("wsmode_worker_info", worker=str(config.worker_index))

@@ -306,6 +306,7 @@ class TurnRunner:
                 services.metrics,
                 max_tokens_per_delta=int(services.profile.max_tokens_per_delta),
                 live=live,
+                pacer=services.pacer,
             )
             if services.case_script is not None:  # a client case may fail it in these deltas
                 await out.flush()

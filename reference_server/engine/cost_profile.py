@@ -88,6 +88,9 @@ class Profile:
     # 0: every token due at a wake-up goes out in one delta; n > 0: at most n tokens per delta
     # (1: one delta per token, as a real engine streams them; the server event-ceiling bench).
     max_tokens_per_delta: float = 0.0
+    # the server's bound on deltas per second over all its streams (`emission.DeltaPacer`):
+    # past it, each stream's due tokens coalesce per tick; 0: no bound. Unused with a cap above.
+    max_deltas_per_s: float = 20000.0
     # engine admission and prefill
     queue_ms: float = 0.0
     prefill_us_per_uncached_token: float = 0.0

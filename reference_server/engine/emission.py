@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["TokenSchedule"]
+__all__ = ["DeltaPacer", "TokenSchedule"]
 
 
 @dataclass(frozen=True)
@@ -91,3 +91,30 @@ class TokenSchedule:
     def pending(self, now_s: float, emitted: int) -> int:
         """How many tokens to emit now, given ``emitted`` already sent (never negative)."""
         return max(self.due_count(now_s) - emitted, 0)
+
+
+class DeltaPacer:
+    """A server's bound on the deltas it sends per second, over all its streams at once.
+
+    Each decoding stream waits at least `interval_s()` between two of its deltas (its due tokens
+    coalesce meanwhile), so the deltas of all streams together stay under `max_deltas_per_s`:
+    1,000 streams at 1,000 tok/s would otherwise ask for a million writes a second, far past what
+    one process sends, and a server past its ceiling falls behind everywhere at once. A few
+    streams are not slowed: the interval only exceeds a token's own interval once the streams
+    together would send more than the bound. The last token of an item is never held back by
+    it (see `inference._stream`), so a stream still ends on time. 0: no bound.
+    """
+
+    __slots__ = ("active", "max_deltas_per_s")
+
+    def __init__(self, max_deltas_per_s: float = 0.0) -> None:
+        if math.isnan(max_deltas_per_s) or max_deltas_per_s < 0:
+            raise ValueError(f"max_deltas_per_s must be >= 0, got {max_deltas_per_s!r}")
+        self.max_deltas_per_s = max_deltas_per_s
+        self.active = 0  # streams decoding now
+
+    def interval_s(self) -> float:
+        """The least time between two deltas of one stream now (0.0: no bound)."""
+        if not self.max_deltas_per_s:
+            return 0.0
+        return self.active / self.max_deltas_per_s

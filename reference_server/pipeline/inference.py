@@ -26,7 +26,7 @@ from harness.protocol.beta import STEERED
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.events import Event
 from harness.protocol.requests import CreateRequest
-from reference_server.engine.emission import TokenSchedule
+from reference_server.engine.emission import DeltaPacer, TokenSchedule
 from reference_server.engine.engine import Engine, SeedMaterial
 from reference_server.engine.filler_text import pool_texts
 from reference_server.engine.generation_plan import GenerationPlan, PlanError, PlannedItem
@@ -52,9 +52,10 @@ class Decoded:
 
 @dataclass(frozen=True)
 class _Schedule(TokenSchedule):
-    """The token schedule and the cap on tokens per delta."""
+    """The token schedule, the cap on tokens per delta, and the server's bound on deltas/s."""
 
     max_tokens_per_delta: int = 1
+    pacer: DeltaPacer | None = None  # only without a cap: a capped stream must send them all
 
 
 # json.dumps(basis, sort_keys=True, default=str), the same text without building an encoder
@@ -119,17 +120,37 @@ async def decode(
     *,
     max_tokens_per_delta: int = 0,
     live: LiveResponse | None = None,
+    pacer: DeltaPacer | None = None,
 ) -> Decoded:
     """Emit the plan's items on the token schedule; due tokens coalesce into one delta (of at
-    most `max_tokens_per_delta` tokens, where > 0). Raises `RequiredInputTimeout` when `live`
-    waits for a tool output that never comes."""
+    most `max_tokens_per_delta` tokens, where > 0; else at most one delta per `pacer`
+    interval). Raises `RequiredInputTimeout` when `live` waits for a tool output that never
+    comes."""
     schedule = _Schedule(
         start_s=engine_start,
         ttft_s=plan.ttft_s,
         tokens_per_s=plan.decode_tokens_per_s,
         total_tokens=plan.output_tokens,
         max_tokens_per_delta=max_tokens_per_delta or plan.output_tokens or 1,
+        pacer=None if max_tokens_per_delta else pacer,
     )
+    if schedule.pacer is None:
+        return await _decode(plan, emitter, out, schedule, metrics, live)
+    schedule.pacer.active += 1
+    try:
+        return await _decode(plan, emitter, out, schedule, metrics, live)
+    finally:
+        schedule.pacer.active -= 1
+
+
+async def _decode(
+    plan: GenerationPlan,
+    emitter: ResponseEmitter,
+    out: Outbox,
+    schedule: _Schedule,
+    metrics: Counters,
+    live: LiveResponse | None,
+) -> Decoded:
     if schedule.first_due_s > time.perf_counter():
         await _sleep_until(schedule.first_due_s, out)  # the client sees the start meanwhile
     emitted = 0
@@ -223,19 +244,30 @@ async def _stream(
     schedule: _Schedule,
     emitted: int,
 ) -> int:
-    """Send `pieces` as deltas when due; a late wake-up sends every due piece as one delta."""
+    """Send `pieces` as deltas when due; a late wake-up sends every due piece as one delta.
+
+    Deadlines are absolute (the schedule's), so a stream that fell behind catches up in its
+    next delta. With a pacer, a delta waits at least the pacer's interval after the one before
+    (the tokens due meanwhile ride together), except the item's last piece: it goes when due.
+    """
+    if not pieces:
+        return emitted
     index = 0
+    pacer = schedule.pacer
+    last_due_s = schedule.due_s(emitted + len(pieces) - 1)
+    hold_until_s = 0.0  # no delta before this (the pacer's interval after the last one)
     while index < len(pieces):
-        due = schedule.due_count(time.perf_counter()) - emitted
-        if due <= 0:
-            next_due = schedule.next_due_s(emitted)
-            if next_due is not None:
-                await _sleep_until(next_due, out)
+        now = time.perf_counter()
+        due = schedule.due_count(now) - emitted
+        if due <= 0 or now < hold_until_s:
+            await _sleep_until(max(schedule.due_s(emitted), hold_until_s), out)
             continue
         take = min(due, len(pieces) - index, schedule.max_tokens_per_delta)
         await out.emit(make_delta("".join(pieces[index : index + take])))
         index += take
         emitted += take
+        if pacer is not None:
+            hold_until_s = min(now + pacer.interval_s(), last_due_s)
     return emitted
 
 
