@@ -16,10 +16,12 @@ stops reading would fill its socket and slow the server: the clients' CPU column
 they kept up).
 
 Printed per row: streams, the min and median ratio over the streams (target: min >= 0.95),
+the TTFT (send to first delta) median and max: a burst of creates is admitted one per tick of
+the server's loop (`pipeline/admission.py`), so the last of 1,000 waits for the 999 before it,
 the streams that failed and those that got every token in one delta (the server reached them
 only when all their tokens were due: no rate to measure; the ratios are over the others),
 deltas per second over all streams (the server bounds them: `max_deltas_per_s` in the
-profile, 20,000 by default), the server's CPU over the streaming window (user + system seconds
+profile, 5,000 by default), the server's CPU over the streaming window (user + system seconds
 / wall seconds, from /proc: 1.00 is one core kept busy), the clients' CPU likewise (from the
 go, their connections' opening not counted), and the load average before the row.
 On a machine shared with other work the ratios measure the machine as well as the server:
@@ -38,6 +40,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
+from typing import NamedTuple
 
 from harness.load.bench.embedded_server import EmbeddedServer
 from harness.protocol import wire
@@ -54,8 +57,15 @@ _END_TYPES = frozenset({"response.completed", "response.incomplete", "response.f
 TIMEOUT_S = 120.0
 
 
-async def _one_stream(url: str, tokens: int, start: asyncio.Event) -> tuple[float, int]:
-    """This stream's achieved / configured rate and its count of deltas; the rate is 0.0 when
+class Stream(NamedTuple):
+    ratio: float
+    deltas: int
+    ttft_s: float
+
+
+async def _one_stream(url: str, tokens: int, start: asyncio.Event) -> Stream:
+    """This stream's achieved / configured rate, its count of deltas and its TTFT (from the
+    create's write to the first delta's arrival); the rate is 0.0 when
     it did not complete, -1.0 when every token came in one delta (the server reached this
     stream only once all its tokens were due: no rate to measure, counted apart).
 
@@ -91,20 +101,21 @@ async def _one_stream(url: str, tokens: int, start: asyncio.Event) -> tuple[floa
                     first_tokens = len(split(event["delta"]))
             elif kind in _END_TYPES:
                 if kind != "response.completed" or not last_ns:
-                    return 0.0, deltas
+                    return Stream(0.0, deltas, 0.0)
+                ttft_s = (first_ns - client.last_sent_ns) / 1e9
                 if last_ns == first_ns:
-                    return -1.0, deltas
+                    return Stream(-1.0, deltas, ttft_s)
                 break
     finally:
         await client.close()
     rate = (tokens - first_tokens) / ((last_ns - first_ns) / 1e9)
-    return rate / CONFIGURED_TOKENS_PER_S, deltas
+    return Stream(rate / CONFIGURED_TOKENS_PER_S, deltas, ttft_s)
 
 
 async def _streams(
     url: str, count: int, tokens: int, start_at: float
-) -> tuple[list[tuple[float, int]], float]:
-    """The streams' (ratio, deltas), and this process's CPU seconds from the go to the end."""
+) -> tuple[list[Stream], float]:
+    """The streams' results, and this process's CPU seconds from the go to the end."""
     start = asyncio.Event()
     tasks = [asyncio.create_task(_one_stream(url, tokens, start)) for _ in range(count)]
     # every process opens its connections, then all send together at `start_at` (wall clock)
@@ -117,8 +128,8 @@ async def _streams(
 
 def client_process(
     url: str, count: int, tokens: int, start_at: float
-) -> tuple[list[tuple[float, int]], float]:
-    """One client process's streams: their (ratio, deltas), and its CPU seconds after the go
+) -> tuple[list[Stream], float]:
+    """One client process's streams: their results, and its CPU seconds after the go
     (the connections' opening is not counted)."""
     return asyncio.run(_streams(url, count, tokens, start_at))
 
@@ -139,8 +150,10 @@ def sweep_row(
         results = [future.result() for future in futures]
         server_cpu = process_cpu_s(server_pid) - server_cpu_before
         wall = time.monotonic() - wall_before
-    every = [ratio for part, _ in results for ratio, _ in part]
-    deltas = sum(count for part, _ in results for _, count in part)
+    streams_done = [stream for part, _ in results for stream in part]
+    every = [stream.ratio for stream in streams_done]
+    deltas = sum(stream.deltas for stream in streams_done)
+    ttfts = [stream.ttft_s for stream in streams_done if stream.ratio != 0.0] or [0.0]
     ratios = [ratio for ratio in every if ratio > 0] or [0.0]
     return {
         "streams": streams,
@@ -148,6 +161,8 @@ def sweep_row(
         "median": statistics.median(ratios),
         "failed": sum(1 for r in every if r == 0.0),
         "one_delta": sum(1 for r in every if r < 0),
+        "ttft_p50_s": statistics.median(ttfts),
+        "ttft_max_s": max(ttfts),
         "deltas_per_s": deltas / wall,
         "server_cpu": server_cpu / wall,
         "client_cpu": sum(cpu for _, cpu in results) / wall,
@@ -185,8 +200,8 @@ def main() -> int:
             f"{os.cpu_count()} cores; ratio = achieved / configured per stream (target min >= 0.95)"
         )
         print(
-            "   streams   min ratio  median ratio  failed  one delta  deltas/s  server CPU"
-            "  clients CPU  load avg"
+            "   streams   min ratio  median ratio  TTFT p50 / max s  failed  one delta  deltas/s"
+            "  server CPU  clients CPU  load avg"
         )
         extra = ("--max-connections", "4096", "--max-connections-per-key", "4096")
         with EmbeddedServer(profile=profile, extra_args=extra) as server:
@@ -202,6 +217,7 @@ def main() -> int:
                 )
                 print(
                     f"   {row['streams']:7.0f}   {row['min']:9.3f}  {row['median']:12.3f}  "
+                    f"{row['ttft_p50_s']:8.2f} / {row['ttft_max_s']:5.2f}  "
                     f"{row['failed']:6.0f}  {row['one_delta']:9.0f}  {row['deltas_per_s']:8.0f}  "
                     f"{row['server_cpu']:10.2f}  "
                     f"{row['client_cpu']:11.2f}"

@@ -15,6 +15,7 @@ from reference_server.engine.engine import Engine
 from reference_server.faults import Faults
 from reference_server.metrics import ServerMetrics
 from reference_server.observer import ServerObserver
+from reference_server.pipeline.admission import TurnAdmission
 from reference_server.pipeline.inference import pool_passes_output_screen
 from reference_server.state.conversation import Conversation
 from reference_server.state.prefix import PrefixCache
@@ -31,6 +32,7 @@ class Services:
     prefix_cache: PrefixCache = field(default_factory=PrefixCache)
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
     pacer: DeltaPacer = field(default_factory=DeltaPacer)  # deltas/s over all streams
+    admission: TurnAdmission = field(default_factory=TurnAdmission)  # one new turn per tick
     faults: Faults = field(default_factory=Faults)  # the typed view of `config.faults`
     # Only the `shared-cache` fault uses this: one cache for every connection (a bug on purpose).
     shared_cache: ResponseCache[Conversation] | None = None

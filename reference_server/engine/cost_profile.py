@@ -90,7 +90,7 @@ class Profile:
     max_tokens_per_delta: float = 0.0
     # the server's bound on deltas per second over all its streams (`emission.DeltaPacer`):
     # past it, each stream's due tokens coalesce per tick; 0: no bound. Unused with a cap above.
-    max_deltas_per_s: float = 20000.0
+    max_deltas_per_s: float = 5000.0
     # engine admission and prefill
     queue_ms: float = 0.0
     prefill_us_per_uncached_token: float = 0.0

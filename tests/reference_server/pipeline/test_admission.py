@@ -1,0 +1,73 @@
+"""Turn admission: one new turn per event-loop iteration, the rest in arrival order."""
+
+from __future__ import annotations
+
+import asyncio
+
+from reference_server.pipeline.admission import TurnAdmission
+
+
+def test_a_turn_alone_starts_without_waiting() -> None:
+    async def main() -> None:
+        gate = TurnAdmission()
+        task = asyncio.ensure_future(gate.admit())
+        await asyncio.sleep(0)  # one step: admit() returned without suspending
+        assert task.done()
+
+    asyncio.run(main())
+
+
+def test_a_burst_starts_one_per_iteration_in_arrival_order() -> None:
+    async def main() -> tuple[list[tuple[int, int]], int]:
+        gate = TurnAdmission()
+        started: list[tuple[int, int]] = []  # (turn, iteration it started in)
+        iteration = 0
+
+        async def turn(index: int) -> None:
+            await gate.admit()
+            started.append((index, iteration))
+
+        tasks = [asyncio.create_task(turn(i)) for i in range(5)]
+        while not all(task.done() for task in tasks):
+            await asyncio.sleep(0)  # one loop iteration
+            iteration += 1
+        return started, gate.waiting
+
+    started, waiting = asyncio.run(main())
+    assert [index for index, _ in started] == [0, 1, 2, 3, 4]
+    iterations = [at for _, at in started]
+    assert len(set(iterations)) == 5  # never two in one iteration
+    assert waiting == 0
+
+
+def test_a_turn_cancelled_while_waiting_is_skipped() -> None:
+    async def main() -> list[int]:
+        gate = TurnAdmission()
+        started: list[int] = []
+
+        async def turn(index: int) -> None:
+            await gate.admit()
+            started.append(index)
+
+        tasks = [asyncio.create_task(turn(i)) for i in range(3)]
+        await asyncio.sleep(0)
+        tasks[1].cancel()  # its client went away while it waited
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.wait_for(turn(3), 5)  # the gate is open again afterwards
+        return started
+
+    assert asyncio.run(main()) == [0, 2, 3]
+
+
+def test_a_new_event_loop_finds_the_gate_open() -> None:
+    gate = TurnAdmission()
+
+    async def burst() -> None:
+        await asyncio.gather(*(gate.admit() for _ in range(3)))
+
+    async def leave_it_busy() -> None:
+        await gate.admit()  # the loop ends before the next iteration reopens it
+
+    asyncio.run(burst())
+    asyncio.run(leave_it_busy())
+    asyncio.run(asyncio.wait_for(burst(), 5))  # bounds a hang only
