@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from harness.conformance import bodies
+from harness.conformance.case_exchange import CaseExchange
 from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, CaseExchange, Conn
+from harness.conformance.context import CaseContext, Conn
 from harness.conformance.response_members import MEMBER_RULES, member_problems
 from harness.protocol.events import TERMINAL_TYPES
 

@@ -9,8 +9,9 @@ from typing import Any
 
 from harness.conformance import bodies
 from harness.conformance.carried import expect_context_carried
+from harness.conformance.case_exchange import CaseExchange
 from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, CaseExchange, Conn
+from harness.conformance.context import CaseContext, Conn
 from harness.protocol.items import item_text
 
 NOT_FOUND = "previous_response_not_found"

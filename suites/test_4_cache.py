@@ -5,8 +5,9 @@ what every continuation must resolve to, and each step is compared with the pred
 from __future__ import annotations
 
 from harness.conformance import bodies
+from harness.conformance.case_exchange import CaseExchange
 from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, CaseExchange, Conn
+from harness.conformance.context import CaseContext, Conn
 from harness.conformance.twin import CacheTwin
 from harness.protocol.cache import Resolution
 

@@ -8,8 +8,9 @@ import asyncio
 import json
 
 from harness.conformance import bodies
+from harness.conformance.case_exchange import CaseExchange
 from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, CaseExchange, Conn
+from harness.conformance.context import CaseContext, Conn
 from harness.conformance.fifo import order_fields
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.events import TERMINAL_TYPES

@@ -8,8 +8,9 @@ import itertools
 from typing import Any
 
 from harness.conformance import bodies
+from harness.conformance.case_exchange import answered
 from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, answered
+from harness.conformance.context import CaseContext
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.events import TERMINAL_TYPES
 

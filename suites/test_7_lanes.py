@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from harness.conformance import bodies
 from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, Conn
+from harness.conformance.context import CaseContext, Conn, LaneAnswer, LaneTraffic
 from harness.conformance.fifo import order_fields
-from harness.conformance.lane_traffic import LaneAnswer, LaneTraffic
 from harness.conformance.target_profile import DOCUMENTED_MAX_LANES
 from harness.transport.events import TargetTimeout
 

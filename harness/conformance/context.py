@@ -17,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NoReturn
 
 from harness.conformance import bodies
+from harness.conformance.case_exchange import CaseExchange, RecordingStream
+from harness.conformance.fifo import judge_fifo
 from harness.conformance.http import RecordingHttp, SseStream
-from harness.conformance.lane_traffic import LaneTraffic
 from harness.conformance.liveness import TargetStopped
 from harness.conformance.model import CaseMeta, Finding, Outcome, unique
 from harness.conformance.rules import rule_level
@@ -35,7 +36,7 @@ from harness.protocol.accumulator import ResponseAccumulator, Violation
 from harness.protocol.errors import ApiError
 from harness.protocol.events import TERMINAL_TYPES, reached_output_cap
 from harness.protocol.requests import create_event
-from harness.protocol.stream import BetaReply, RequestError, StreamAccumulator
+from harness.protocol.stream import RequestError
 from harness.results.schema import utc_now_iso
 from harness.transport.events import (
     GarbageFrame,
@@ -45,7 +46,6 @@ from harness.transport.events import (
     TimedEvent,
     TransportError,
 )
-from harness.transport.exchange import Exchange
 
 Auth = Literal["key", "none", "wrong"]
 WRONG_KEY = "sk-wsmode-wrong-key-0000"
@@ -100,91 +100,6 @@ class LiveTarget:
     faults: tuple[str, ...] = ()
     version: str | None = None
     ws_off_url: str | None = None  # an endpoint with WebSocket mode off (upgrade answers)
-
-
-@dataclass
-class CaseExchange(Exchange):
-    """An Exchange that also keeps the raw terminal event that ended it.
-
-    A case about continuations should not fail because the stream grammar is broken (that is
-    what the event-order cases judge): the outcome, id and output come from the terminal event
-    itself, as a client's `get_final_response()` would see them, even when the protocol core's
-    accumulator refused the stream.
-    """
-
-    terminal: dict[str, Any] | None = None
-
-    @property
-    def terminal_type(self) -> str | None:
-        if self.terminal is not None:
-            return str(self.terminal.get("type"))
-        return self.response.terminal_type if self.response is not None else None
-
-    @property
-    def final_response(self) -> dict[str, Any] | None:
-        if self.terminal is not None:
-            response = self.terminal.get("response")
-            return response if isinstance(response, dict) else None
-        return super().final_response
-
-    @property
-    def ok(self) -> bool:
-        """Answered: completed, or cut by the max_output_tokens it was sent (`answered`)."""
-        terminal = self.terminal_type
-        final = self.final_response
-        if terminal == "response.incomplete":
-            return answered(final) and self.request.get("max_output_tokens") is not None
-        return terminal == "response.completed" and final is not None
-
-    @property
-    def response_id(self) -> str | None:
-        """The id response.created announced (what a streaming client keeps), else the
-        terminal's: a target changing ids mid-response fails the id case, not every chain."""
-        first = super().response_id
-        if first is not None:
-            return first
-        final = self.final_response
-        return str(final["id"]) if final is not None and isinstance(final.get("id"), str) else None
-
-    def items(self) -> list[dict[str, Any]]:
-        """The output items: the terminal's `output`, else what the stream finished."""
-        final = self.final_response
-        if final is not None and isinstance(final.get("output"), list):
-            return [i for i in final["output"] if isinstance(i, dict)]
-        return self.response.output_items() if self.response is not None else []
-
-    def calls(self) -> list[dict[str, Any]]:
-        return [i for i in self.items() if i.get("type") == "function_call"]
-
-
-class RecordingStream(StreamAccumulator):
-    """A StreamAccumulator that keeps every response it routed.
-
-    The base class drops a response accumulator that never reached a terminal when a new
-    `response.created` arrives; the conformance checker must keep its violations. Events
-    arriving between a response's terminal and the next `response.created` (a second terminal,
-    a late delta) are the protocol core's verdict: that response's `lifecycle.after_terminal`.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: list[ResponseAccumulator] = []
-
-    def feed(
-        self, event: Mapping[str, Any]
-    ) -> ResponseAccumulator | RequestError | BetaReply | None:
-        routed = super().feed(event)
-        if isinstance(routed, ResponseAccumulator) and not any(
-            routed is seen for seen in self.seen
-        ):
-            self.seen.append(routed)
-        return routed
-
-    def every_violation(self) -> list[Violation]:
-        found = list(self.violations)
-        for response in self.seen:
-            found.extend(response.violations)
-        return found
 
 
 class Conn:
@@ -278,6 +193,119 @@ class Conn:
 
     async def close(self) -> None:
         await self.client.close()
+
+
+@dataclass(frozen=True, slots=True)
+class LaneAnswer:
+    """How one create on a lane ended: its terminal event, or its request-level error."""
+
+    lane: str | None  # the event's stream_id; None: the default lane (or none echoed)
+    position: int  # index of the answering event in `LaneTraffic.arrivals`
+    event: dict[str, Any]
+    error: ApiError | None = None
+
+    @property
+    def response(self) -> dict[str, Any]:
+        response = self.event.get("response") if self.error is None else None
+        return response if isinstance(response, dict) else {}
+
+    @property
+    def completed(self) -> bool:
+        """Answered: response.completed, or response.incomplete cut by max_output_tokens (every
+        request a lanes case sends asks for a short answer, capped: `CaseContext.body`)."""
+        kind = self.event.get("type")
+        if self.error is not None or kind not in ("response.completed", "response.incomplete"):
+            return False
+        return kind == "response.completed" or reached_output_cap(self.response)
+
+    def describe(self) -> str:
+        if self.error is not None:
+            status = f"{self.error.status} " if self.error.status else ""
+            return f"error {status}{self.error.code}"
+        return str(self.event.get("type"))
+
+
+class LaneTraffic:
+    """One connection's lanes, read as they interleave (PROTOCOL.md §5.2).
+
+    Responses of different lanes share the socket, so a case cannot read one exchange at a time.
+    This reads every event in arrival order, each through the connection's stream accumulator
+    (the stream rules are judged per lane), files it under its lane (the event's `stream_id`;
+    None for the default lane) and counts *answers*: a terminal event or a request-level error
+    ends one create. Positions are indices in `arrivals`, so a case compares the order of events
+    across lanes without trusting timestamps. Only events read through this object count.
+    """
+
+    def __init__(self, conn: Conn) -> None:
+        self.conn = conn
+        self.arrivals: list[tuple[str | None, TimedEvent]] = []
+        self.answers: list[LaneAnswer] = []
+
+    async def send(self, body: Mapping[str, Any]) -> None:
+        await self.conn.send(body)
+
+    async def read_answers(self, count: int, *, timeout_s: float | None = None) -> None:
+        """Read until `count` answers have arrived in all (whatever their lanes)."""
+        await self.read_until(lambda: len(self.answers) >= count, timeout_s=timeout_s)
+
+    async def read_until(self, done: Callable[[], bool], *, timeout_s: float | None = None) -> None:
+        """Read events until `done()` holds; each wait is bounded by the event timeout."""
+        ctx = self.conn.ctx
+        deadline = time.monotonic() + (timeout_s if timeout_s is not None else ctx.case_timeout_s)
+        while not done():
+            remaining = min(deadline - time.monotonic(), ctx.event_timeout_s)
+            self._file(await self.conn.client.recv(max(remaining, 0.001)))
+
+    def _file(self, timed: TimedEvent) -> None:
+        event = timed.event
+        stream_id = event.get("stream_id")
+        lane = stream_id if isinstance(stream_id, str) else None
+        routed = self.conn.stream.feed(event)
+        position = len(self.arrivals)
+        self.arrivals.append((lane, timed))
+        if isinstance(routed, RequestError):
+            self.answers.append(LaneAnswer(lane, position, dict(event), routed.error))
+        elif timed.type in TERMINAL_TYPES:
+            stray = isinstance(routed, ResponseAccumulator) and routed.event_count == 1
+            if not stray:  # a second terminal of a finished response answers nothing
+                self.answers.append(LaneAnswer(lane, position, dict(event)))
+
+    # -- what arrived ----------------------------------------------------------------------------
+    def answers_of(self, lane: str | None) -> list[LaneAnswer]:
+        return [a for a in self.answers if a.lane == lane]
+
+    def positions(self, lane: str | None, event_type: str | None = None) -> list[int]:
+        """Where the events of `event_type` (default: any) on `lane` arrived, in order."""
+        return [
+            i
+            for i, (on, timed) in enumerate(self.arrivals)
+            if on == lane and (event_type is None or timed.type == event_type)
+        ]
+
+    def events_of(self, lane: str | None) -> list[tuple[int, dict[str, Any]]]:
+        """The events of `lane` with their arrival positions."""
+        return [(i, timed.event) for i, (on, timed) in enumerate(self.arrivals) if on == lane]
+
+    def judge_fifo(self, lane: str | None, sent_tags: list[str], rule_id: str) -> None:
+        """Record FIFO findings for `lane` (see harness.conformance.fifo) in the case."""
+        where = "the socket" if lane is None else f"lane {lane}"
+        verdict = judge_fifo(self.events_of(lane), sent_tags, rule_id=rule_id, where=where)
+        for rule, message in verdict.findings:
+            self.conn.ctx.check(False, rule, message)
+        for note in verdict.notes:
+            self.conn.ctx.note(note)
+
+    def first(self, lane: str | None, event_type: str | None = None) -> int | None:
+        found = self.positions(lane, event_type)
+        return found[0] if found else None
+
+    def summary(self) -> str:
+        """What each lane answered, for findings: `a: response.completed; b: error 400 ...`."""
+        lanes: dict[str | None, list[str]] = {}
+        for answer in self.answers:
+            lanes.setdefault(answer.lane, []).append(answer.describe())
+        parts = [f"{lane or '(default)'}: {', '.join(got)}" for lane, got in lanes.items()]
+        return "; ".join(parts) or "no answers"
 
 
 class CaseContext:
@@ -579,15 +607,6 @@ class CaseContext:
     def result_rule_ids(self, outcome: Outcome) -> list[str]:
         """The case's declared rules, then every rule it found broken."""
         return unique([*self.meta.rules, *(f.rule_id for f in outcome.findings)])
-
-
-def answered(response: Mapping[str, Any] | None) -> bool:
-    """A Response that answered: status completed, or incomplete because it reached its
-    max_output_tokens (a short answer cut by the cap `CaseContext.body` sets: a model that does
-    not stop on its own still answered)."""
-    if not isinstance(response, Mapping):
-        return False
-    return response.get("status") == "completed" or reached_output_cap(response)
 
 
 def _cut_by_cap(exchange: CaseExchange) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from harness.conformance.context import CaseExchange, RecordingStream
+from harness.conformance.case_exchange import CaseExchange, RecordingStream
 from harness.conformance.rules import rule_level
 from harness.conformance.sdk import check_stream, is_structural
 from harness.conformance.twin import CacheTwin
@@ -164,7 +164,7 @@ def test_exceptions_map_to_target_failures_or_harness_errors() -> None:
 def test_lane_traffic_files_interleaved_lanes_and_counts_answers() -> None:
     from types import SimpleNamespace
 
-    from harness.conformance.lane_traffic import LaneTraffic
+    from harness.conformance.context import LaneTraffic
 
     a = [{**e, "stream_id": "a"} for e in canned_events("resp_a")]
     b = [{**e, "stream_id": "b"} for e in canned_events("resp_b")]
