@@ -28,6 +28,7 @@ from harness.protocol.requests import parse_client_event, parse_create
 from reference_server.config import ServerConfig
 from reference_server.cost_profiles import load_cost_profile
 from reference_server.engine.engine import Engine
+from reference_server.pipeline.admission import TurnAdmission
 from reference_server.services import Services
 from reference_server.state.conversation import Conversation
 from reference_server.turn import TurnContext, TurnOutcome, TurnRunner
@@ -89,6 +90,10 @@ class Chain:
             self.whole_turn()
 
     def _run(self, send: Any) -> TurnOutcome:
+        # Each turn finds the admission gate open, as a server's turn does when the loop has
+        # turned since the last one began (pipeline/admission.py): here every turn runs in one
+        # loop iteration, so the gate of the turn before would make this one wait.
+        self.runner.services.admission = TurnAdmission()
         message = frame(self.length, self.previous, self.scripted)
         started = time.perf_counter()
         _, body = parse_client_event(wire.loads(message))
