@@ -377,8 +377,10 @@ class TurnRunner:
         terminal = terminal_events(emitter, generated.decoded, plan, turn_usage)
         final_response = terminal[-1]["response"]
         await out.emit(terminal[:-1])
-        if not self.optimizations.async_post:
-            await out.flush()  # nothing waits out the store write on the critical path
+        admission = services.admission
+        if admission.busy or not self.optimizations.async_post:
+            await out.flush()  # nothing waits out the queue below or the store write
+        await admission.admit()  # the bookkeeping of a burst of ends: one per loop iteration
         entry = remember(
             prepared,
             ctx.tenant,

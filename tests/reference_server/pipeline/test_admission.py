@@ -71,3 +71,34 @@ def test_a_new_event_loop_finds_the_gate_open() -> None:
     asyncio.run(burst())
     asyncio.run(leave_it_busy())
     asyncio.run(asyncio.wait_for(burst(), 5))  # bounds a hang only
+
+
+def test_the_turn_admitted_last_goes_on_in_its_iteration() -> None:
+    """A reply with no wait in it passes the gate twice in one iteration (start, then its
+    bookkeeping after the last token) without waiting for itself; another turn would wait."""
+
+    async def main() -> tuple[list[str], bool]:
+        gate = TurnAdmission()
+        steps: list[str] = []
+        busy_for_itself = True
+
+        async def reply() -> None:
+            nonlocal busy_for_itself
+            await gate.admit()
+            busy_for_itself = gate.busy
+            await gate.admit()  # its bookkeeping: the same iteration, at once
+            steps.append("reply done")
+
+        async def other() -> None:
+            await gate.admit()
+            steps.append("other admitted")
+
+        first, second = asyncio.create_task(reply()), asyncio.create_task(other())
+        await asyncio.sleep(0)  # both ran one step in this iteration
+        steps.append(f"other waiting: {gate.waiting == 1 and not second.done()}")
+        await asyncio.gather(first, second)
+        return steps, busy_for_itself
+
+    steps, busy_for_itself = asyncio.run(main())
+    assert steps == ["reply done", "other waiting: True", "other admitted"]
+    assert not busy_for_itself
