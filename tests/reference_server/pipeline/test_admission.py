@@ -1,10 +1,11 @@
-"""Turn admission: one new turn per event-loop iteration, the rest in arrival order."""
+"""Turn admission: a few new turns per event-loop iteration, the rest in arrival order."""
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
-from reference_server.pipeline.admission import TurnAdmission
+from reference_server.pipeline.admission import PER_ITERATION, TurnAdmission
 
 
 def test_a_turn_alone_starts_without_waiting() -> None:
@@ -17,7 +18,9 @@ def test_a_turn_alone_starts_without_waiting() -> None:
     asyncio.run(main())
 
 
-def test_a_burst_starts_one_per_iteration_in_arrival_order() -> None:
+def test_a_burst_starts_a_few_per_iteration_in_arrival_order() -> None:
+    turns = 3 * PER_ITERATION + 1
+
     async def main() -> tuple[list[tuple[int, int]], int]:
         gate = TurnAdmission()
         started: list[tuple[int, int]] = []  # (turn, iteration it started in)
@@ -27,16 +30,17 @@ def test_a_burst_starts_one_per_iteration_in_arrival_order() -> None:
             await gate.admit()
             started.append((index, iteration))
 
-        tasks = [asyncio.create_task(turn(i)) for i in range(5)]
+        tasks = [asyncio.create_task(turn(i)) for i in range(turns)]
         while not all(task.done() for task in tasks):
             await asyncio.sleep(0)  # one loop iteration
             iteration += 1
         return started, gate.waiting
 
     started, waiting = asyncio.run(main())
-    assert [index for index, _ in started] == [0, 1, 2, 3, 4]
-    iterations = [at for _, at in started]
-    assert len(set(iterations)) == 5  # never two in one iteration
+    assert [index for index, _ in started] == list(range(turns))
+    per_iteration = Counter(at for _, at in started)
+    assert max(per_iteration.values()) == PER_ITERATION
+    assert len(per_iteration) == 4  # 8 + 8 + 8 + 1
     assert waiting == 0
 
 
@@ -49,21 +53,22 @@ def test_a_turn_cancelled_while_waiting_is_skipped() -> None:
             await gate.admit()
             started.append(index)
 
-        tasks = [asyncio.create_task(turn(i)) for i in range(3)]
-        await asyncio.sleep(0)
-        tasks[1].cancel()  # its client went away while it waited
+        tasks = [asyncio.create_task(turn(i)) for i in range(PER_ITERATION + 2)]
+        await asyncio.sleep(0)  # the first PER_ITERATION went in, two wait
+        tasks[PER_ITERATION].cancel()  # its client went away while it waited
         await asyncio.gather(*tasks, return_exceptions=True)
-        await asyncio.wait_for(turn(3), 5)  # the gate is open again afterwards
+        await asyncio.wait_for(turn(99), 5)  # the gate is open again afterwards
         return started
 
-    assert asyncio.run(main()) == [0, 2, 3]
+    expected = [*range(PER_ITERATION), PER_ITERATION + 1, 99]
+    assert asyncio.run(main()) == expected
 
 
 def test_a_new_event_loop_finds_the_gate_open() -> None:
     gate = TurnAdmission()
 
     async def burst() -> None:
-        await asyncio.gather(*(gate.admit() for _ in range(3)))
+        await asyncio.gather(*(gate.admit() for _ in range(PER_ITERATION + 3)))
 
     async def leave_it_busy() -> None:
         await gate.admit()  # the loop ends before the next iteration reopens it
@@ -93,10 +98,11 @@ def test_the_turn_admitted_last_goes_on_in_its_iteration() -> None:
             await gate.admit()
             steps.append("other admitted")
 
+        fillers = [asyncio.create_task(gate.admit()) for _ in range(PER_ITERATION - 1)]
         first, second = asyncio.create_task(reply()), asyncio.create_task(other())
-        await asyncio.sleep(0)  # both ran one step in this iteration
+        await asyncio.sleep(0)  # all ran one step in this iteration: the gate is full
         steps.append(f"other waiting: {gate.waiting == 1 and not second.done()}")
-        await asyncio.gather(first, second)
+        await asyncio.gather(first, second, *fillers)
         return steps, busy_for_itself
 
     steps, busy_for_itself = asyncio.run(main())
