@@ -16,8 +16,8 @@ stops reading would fill its socket and slow the server: the clients' CPU column
 they kept up).
 
 Printed per row: streams, the min and median ratio over the streams (target: min >= 0.95),
-the TTFT (send to first delta) median and max: a burst of creates is admitted one per tick of
-the server's loop (`pipeline/admission.py`), so the last of 1,000 waits for the 999 before it,
+the TTFT (send to first delta) median and max: a burst of creates is admitted a few per tick
+of the server's loop (`pipeline/admission.py`), so the last of 1,000 waits for the 999 before it,
 the streams that failed and those that got every token in one delta (the server reached them
 only when all their tokens were due: no rate to measure; the ratios are over the others),
 deltas per second over all streams (the server bounds them: `max_deltas_per_s` in the

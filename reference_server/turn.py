@@ -380,7 +380,7 @@ class TurnRunner:
         admission = services.admission
         if admission.busy or not self.optimizations.async_post:
             await out.flush()  # nothing waits out the queue below or the store write
-        await admission.admit()  # the bookkeeping of a burst of ends: one per loop iteration
+        await admission.admit()  # a burst of ends: a few per loop iteration
         entry = remember(
             prepared,
             ctx.tenant,
