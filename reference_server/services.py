@@ -32,7 +32,7 @@ class Services:
     prefix_cache: PrefixCache = field(default_factory=PrefixCache)
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
     pacer: DeltaPacer = field(default_factory=DeltaPacer)  # deltas/s over all streams
-    admission: TurnAdmission = field(default_factory=TurnAdmission)  # one new turn per tick
+    admission: TurnAdmission = field(default_factory=TurnAdmission)  # a few new turns a tick
     faults: Faults = field(default_factory=Faults)  # the typed view of `config.faults`
     # Only the `shared-cache` fault uses this: one cache for every connection (a bug on purpose).
     shared_cache: ResponseCache[Conversation] | None = None

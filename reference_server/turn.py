@@ -109,7 +109,7 @@ class TurnRunner:
 
     async def run(self, request: CreateRequest, ctx: TurnContext, send: Send) -> TurnOutcome:
         """Run one response; raises RequestRefused for request-scoped errors."""
-        await self.services.admission.admit()  # a burst of creates starts one a loop tick
+        await self.services.admission.admit()  # a burst of creates: a few per loop iteration
         if self.services.case_script is not None:  # a client case's short scripted answers
             request = self.services.case_script.answer(request)
         # computed only if a stream is seeded: a jitter-free profile with fixed text seeds none

@@ -139,9 +139,6 @@ class WaitingDoors:
         self._doors: set[FrontDoor] = set()
         self.shut_down = False
 
-    def __len__(self) -> int:
-        return len(self._doors)
-
     def enter(self, door: FrontDoor, transport: asyncio.Transport) -> None:
         if self.shut_down:
             transport.abort()

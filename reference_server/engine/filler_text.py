@@ -230,19 +230,15 @@ def _clean_cut(index: int, kept: int) -> bool:
     return verdict == 1
 
 
-def filler_pieces(n: int, rng: random.Random) -> tuple[str, ...]:
-    """Exactly ``n`` token pieces of coding-agent prose and code (seeded).
+def filler_pieces_checked(n: int, rng: random.Random) -> tuple[tuple[str, ...], bool]:
+    """Exactly ``n`` token pieces of coding-agent prose and code (seeded), and whether the
+    joined text re-splits into exactly these pieces: then they are its tokens, and whoever
+    renders the reply need not split it.
 
     Paragraphs drawn from the pool, the last one cut at a token boundary; when possible (up to 4
     draws; the usual case) at one where re-tokenizing the joined text gives back the same
     pieces.
     """
-    return filler_pieces_checked(n, rng)[0]
-
-
-def filler_pieces_checked(n: int, rng: random.Random) -> tuple[tuple[str, ...], bool]:
-    """`filler_pieces` (the same draws), and whether the joined text re-splits into exactly
-    these pieces: then they are its tokens, and whoever renders the reply need not split it."""
     if n <= 0:
         return (), True
     pool = _pool()

@@ -134,13 +134,14 @@ async def decode(
         max_tokens_per_delta=max_tokens_per_delta or plan.output_tokens or 1,
         pacer=None if max_tokens_per_delta else pacer,
     )
-    if schedule.pacer is None:
-        return await _decode(plan, emitter, out, schedule, metrics, live)
-    schedule.pacer.active += 1
+    pacer = schedule.pacer
+    if pacer is not None:
+        pacer.active += 1  # this stream counts in every stream's interval while it decodes
     try:
         return await _decode(plan, emitter, out, schedule, metrics, live)
     finally:
-        schedule.pacer.active -= 1
+        if pacer is not None:
+            pacer.active -= 1
 
 
 async def _decode(

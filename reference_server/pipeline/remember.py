@@ -33,7 +33,7 @@ def remember(
     """Build the turn's entry, key its output for the prefix cache, put it in the cache.
     ``known_pieces``: the output's texts with the token pieces the engine planned for them
     (`generation_plan.resplit_texts`), so rendering the output splits none of them again."""
-    entry = next_entry(prepared, tenant, tuple(output), response, known_pieces or {})
+    entry = next_entry(prepared, tenant, tuple(output), response, known_pieces)
     if entry.item_keys:  # decoded output is in the KV cache too
         prefix_cache.insert(entry.item_keys[-1], len(entry.prefix) + entry.rendering.token_count)
     for _ in range(cache.replace(entry)):
