@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +44,20 @@ async def handler(ws):
         for frame in FRAMES: await ws.send(frame)
 """
 
+# Answers each received frame with the same recorded events, framed once at start-up and written
+# in one `transport.write`: the cheapest a server can put those bytes on the wire (no parsing, no
+# work, no serialising), so what a real server's turn adds is measured against it.
+_CANNED = """
+import json
+from websockets.frames import Frame, Opcode
+with open({path!r}, encoding="utf-8") as file:
+    WRITE = b"".join(
+        Frame(Opcode.TEXT, text.encode()).serialize(mask=False) for text in json.load(file)
+    )
+async def handler(ws):
+    async for _ in ws: ws.transport.write(WRITE)
+"""
+
 
 @contextlib.contextmanager
 def _server(handler: str) -> Iterator[tuple[int, subprocess.Popen[str]]]:
@@ -64,6 +79,17 @@ def echo_server() -> Iterator[int]:
     """A bare `websockets` echo server: the floor a WebSocket round trip costs on this machine."""
     with _server(_ECHO) as (port, _):
         yield port
+
+
+@contextlib.contextmanager
+def canned_server(texts: list[str]) -> Iterator[int]:
+    """A bare `websockets` server answering each frame with `texts` (events as recorded from
+    another server) in one write; yields its port."""
+    with tempfile.TemporaryDirectory(prefix="wsmode-canned-") as tmp:
+        path = Path(tmp) / "events.json"
+        path.write_text(json.dumps(texts), encoding="utf-8")
+        with _server(_CANNED.format(path=str(path))) as (port, _):
+            yield port
 
 
 @contextlib.contextmanager

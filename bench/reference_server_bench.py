@@ -25,7 +25,11 @@
    is the target; the scripted one (one word, via the `wsmode` extension) is printed beside.
    Under each row, the server's own share of the unscripted TTFT, as its `wsmode` report gives
    it (from the kernel's receive stamp of the frame to the first delta's write): the rest is
-   the wire, the wake-ups and the client reading the events before the delta.
+   the wire, the wake-ups and the client reading the events before the delta. The floor is a
+   bare server replaying the reference server's own first write of an unscripted turn (created,
+   in_progress, the item and part added, the first delta: the same bytes, recorded at the start)
+   in one write with no work: what any server sending those events pays, so unscripted - floor
+   is what the turn itself costs, and 2 x echo - floor what the target leaves it.
 Medians over repeated turns; the server always runs in a separate process.
 """
 
@@ -55,7 +59,7 @@ from harness.transport.ws import WsClient
 from reference_server.cost_profiles import load_cost_profile
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _servers import echo_server, pinned
+from _servers import canned_server, echo_server, pinned
 
 TIMEOUT_S = 120.0
 
@@ -253,6 +257,8 @@ class ContinuationTurns:
     ttfts: list[float]
     server_ttfts: list[float]
     frame_bytes: int
+    # the last turn's events up to its first delta, as received: what the floor server replays
+    first_events: list[bytes]
 
 
 async def continuation_ttfts(
@@ -281,11 +287,14 @@ async def continuation_ttfts(
                 await asyncio.sleep(pause_s)
             first_delta_ns = 0
             created = terminal = b""
+            first_events = []
             async with asyncio.timeout(TIMEOUT_S):  # no task per recv: the echo makes none
                 start = time.perf_counter_ns()
                 await ws.send(frame.decode())
                 while True:
                     message = await ws.recv(decode=False)
+                    if not first_delta_ns:
+                        first_events.append(message)
                     if not first_delta_ns and message.startswith(_DELTA_PREFIX):
                         first_delta_ns = time.perf_counter_ns()
                     elif message.startswith(_CREATED_PREFIX):
@@ -301,20 +310,25 @@ async def continuation_ttfts(
                 report = wire.loads(terminal)["response"].get("wsmode") or {}
                 server_samples.append(float(report.get("ttft_ms") or "nan"))
                 frame_bytes = len(frame)
-    return ContinuationTurns(samples, server_samples, frame_bytes)
+    return ContinuationTurns(samples, server_samples, frame_bytes, first_events)
 
 
-async def echo_rtts(port: int, frame_bytes: int, turns: int, pause_s: float = 0.0) -> list[float]:
+async def round_trips(
+    port: int, frame_bytes: int, turns: int, pause_s: float = 0.0, *, until: bytes = b""
+) -> list[float]:
+    """Per turn, ms from `send` of a frame of `frame_bytes` to the `recv` of the first message
+    starting with `until` (the echo: the first message), on the continuation's clock."""
     payload = "x" * frame_bytes
     samples = []
-    async with connect(f"ws://127.0.0.1:{port}", compression=None) as ws:
+    async with connect(f"ws://127.0.0.1:{port}", compression=None, max_size=None) as ws:
         for _ in range(turns):
             if pause_s:
                 await asyncio.sleep(pause_s)
             async with asyncio.timeout(TIMEOUT_S):  # as the continuation's turn is bounded
                 start = time.perf_counter_ns()
                 await ws.send(payload)
-                await ws.recv(decode=False)
+                while not (await ws.recv(decode=False)).startswith(until):
+                    pass
                 samples.append((time.perf_counter_ns() - start) / 1e6)
     return samples
 
@@ -342,11 +356,13 @@ def placements() -> list[Placement]:
 @dataclasses.dataclass(frozen=True)
 class ContinuationRound:
     """One round's medians, ms: the unscripted and scripted continuations' TTFT, the echo RTT,
-    and with a baseline checkout its unscripted continuation's TTFT."""
+    the floor (the unscripted turn's own first write replayed by a server doing no work), and
+    with a baseline checkout its unscripted continuation's TTFT."""
 
     unscripted: float
     scripted: float
     echo: float
+    floor: float
     baseline_unscripted: float | None = None
     # the servers' own share (kernel receive stamp -> first delta written), as they report it
     server_unscripted: float = math.nan
@@ -387,6 +403,9 @@ def continuation_vs_echo(
         ref = stack.enter_context(_server(None))
         before = stack.enter_context(_server(baseline)) if baseline else None
         port = stack.enter_context(echo_server())
+        # the floor replays the reference server's own first write of an unscripted turn
+        sample = asyncio.run(continuation_ttfts(ref.ws_url, 2, scripted=False))
+        floor_port = stack.enter_context(canned_server([m.decode() for m in sample.first_events]))
         stack.enter_context(pinned(place.client))
         for _ in range(rounds):
             unscripted = asyncio.run(
@@ -395,7 +414,11 @@ def continuation_vs_echo(
             scripted = asyncio.run(
                 continuation_ttfts(ref.ws_url, turns, place.pause_s, scripted=True)
             )
-            echoes = asyncio.run(echo_rtts(port, unscripted.frame_bytes, turns, place.pause_s))
+            size = unscripted.frame_bytes
+            echoes = asyncio.run(round_trips(port, size, turns, place.pause_s))
+            floors = asyncio.run(
+                round_trips(floor_port, size, turns, place.pause_s, until=_DELTA_PREFIX)
+            )
             old = old_server = None
             if before is not None:
                 old_turns = asyncio.run(
@@ -408,6 +431,7 @@ def continuation_vs_echo(
                     statistics.median(unscripted.ttfts[20:]),
                     statistics.median(scripted.ttfts[20:]),
                     statistics.median(echoes[20:]),
+                    statistics.median(floors[20:]),
                     old,
                     statistics.median(unscripted.server_ttfts[20:]),
                     old_server,
@@ -421,13 +445,15 @@ def print_continuation_vs_echo(baseline: str | None = None) -> None:
         "3. WS continuation TTFT vs bare websockets echo RTT (same frame size, same client, same "
         "user-space clock: send -> recv of the first delta / of the echo), median ms, profile "
         "zero, 5 interleaved rounds of 300 turns per row; unscripted (generated text, what an SDK "
-        f"user gets) is the target, scripted (one word) beside it; load average {_load()}"
+        "user gets) is the target, scripted (one word) beside it; floor: a bare server replaying "
+        "the unscripted turn's own first write (created .. first delta) in one write, no work; "
+        f"load average {_load()}"
     )
     for index, place in enumerate(placements()):
         rounds = continuation_vs_echo(place, baseline=baseline)
         echo = statistics.median(r.echo for r in rounds)
         cells = []
-        labels = ("unscripted", "scripted", *(["baseline_unscripted"] if baseline else []))
+        labels = ("floor", "unscripted", "scripted", *(["baseline_unscripted"] if baseline else []))
         for label in labels:
             ratios = [getattr(r, label) / r.echo for r in rounds]
             ttft = statistics.median(getattr(r, label) for r in rounds)
@@ -449,6 +475,13 @@ def print_continuation_vs_echo(baseline: str | None = None) -> None:
             parts.append(f"{label} {server:.3f} of {client:.3f}")
         print(
             f"   {'':36s} server's share (receive stamp -> first delta written): {'  '.join(parts)}"
+        )
+        # what the turn adds to the bytes it sends: the floor is the same first write, no work
+        added = statistics.median(r.unscripted - r.floor for r in rounds)
+        budget = statistics.median(2 * r.echo - r.floor for r in rounds)
+        print(
+            f"   {'':36s} the unscripted turn's own cost (unscripted - floor): {added:.3f} ms = "
+            f"{added / echo:.1f} echoes; 2 x echo would leave it {budget:.3f} ms"
         )
 
 
