@@ -199,14 +199,10 @@ def warm_filler_pool() -> None:
     _pool()
 
 
+@cache
 def pool_texts() -> tuple[str, ...]:
     """The pool's paragraphs as text: every generated reply is these joined, the last one maybe
     cut short (what lets a per-process check vouch for every reply, `state/safety.py`)."""
-    return _pool_texts()
-
-
-@cache
-def _pool_texts() -> tuple[str, ...]:
     return tuple("".join(pieces) for pieces in _pool())
 
 
