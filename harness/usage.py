@@ -8,8 +8,9 @@ cannot be used before the run starts (harness.transport.target_check's one line)
 every layer (tests/test_layering.py): the bench and the recorder check their input below the
 CLI.
 
-Every flag's help says its default (`HelpFormatter`); a description written with line breaks
-is kept as written (a usage block), one without them is wrapped.
+Every flag's help says its default (`HelpFormatter`; a declared option's, harness.options, says
+the field's); a description written with line breaks is kept as written (a usage block), one
+without them is wrapped.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import argparse
 import os
 import sys
 from typing import Final, NoReturn, TextIO
+
+from harness.options import shown_default
 
 EXIT_USAGE: Final = 2
 
@@ -58,17 +61,6 @@ def client_api_key(given: str | None) -> str | None:
     return value.split(",")[0].strip() or None if value else None
 
 
-def port_number(text: str) -> int:
-    """An argparse type: a TCP port, 0 (pick a free one) to 65535."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0-65535 (0 picks a free one), got {port}")
-    return port
-
-
 # help, version and flags (on or off: no value to show)
 _NO_DEFAULT_SHOWN: Final = (
     argparse._HelpAction,
@@ -87,15 +79,14 @@ class HelpFormatter(argparse.HelpFormatter):
         default = action.default
         if (
             "default" in text
-            or default is None
-            or default is False
-            or default == []
-            or default is argparse.SUPPRESS
+            or default is argparse.SUPPRESS  # a declared option's help says it (options.py)
             or isinstance(action, _NO_DEFAULT_SHOWN)
             or not action.option_strings
         ):
             return text
-        shown = "%(default)s" if not isinstance(default, list | tuple) else ",".join(default)
+        shown = shown_default(default)
+        if shown is None:
+            return text
         return f"{text} (default: {shown})" if text else f"(default: {shown})"
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:

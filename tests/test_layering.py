@@ -14,9 +14,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # Shared by every layer: the root error class, the locator of the bundled data, the one
-# usage-error line (the bench and the recorder check their input below the CLI) and the one
-# progress line (bench, load and certify show it below the CLI).
-EVERYWHERE = frozenset({"harness.errors", "harness.bundled", "harness.usage", "harness.progress"})
+# usage-error line (the bench and the recorder check their input below the CLI), the one
+# progress line (bench, load and certify show it below the CLI) and the option declarations
+# (a config dataclass's fields carry their command-line option, harness.options).
+EVERYWHERE = frozenset(
+    {
+        "harness.errors",
+        "harness.bundled",
+        "harness.usage",
+        "harness.progress",
+        "harness.options",
+    }
+)
 
 # Which packages each package may import (besides itself and EVERYWHERE), lowest floor first.
 ALLOWED: dict[str, frozenset[str]] = {

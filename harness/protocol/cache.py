@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Generic, TypeVar
+
+from harness.options import cli, positive_int
 
 V = TypeVar("V")
 
@@ -31,8 +33,25 @@ def resolution(*, cached: bool, stored: bool) -> Resolution:
 
 @dataclass(frozen=True, slots=True)
 class CachePolicy:
-    depth: int = 1
-    max_bytes: int = 16 * 1024 * 1024
+    # `wsmode serve`'s options for the connection cache (harness.options): inert metadata
+    depth: int = field(
+        default=1,
+        metadata=cli(
+            "--cache-depth",
+            dest="cache_depth",
+            type=positive_int,
+            help="responses kept per connection (LRU)",
+        ),
+    )
+    max_bytes: int = field(
+        default=16 * 1024 * 1024,
+        metadata=cli(
+            "--cache-max-bytes",
+            dest="cache_max_bytes",
+            type=positive_int,
+            help="response state kept per connection, in bytes (LRU)",
+        ),
+    )
 
     def __post_init__(self) -> None:
         if self.depth < 1 or self.max_bytes < 1:

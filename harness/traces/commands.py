@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.options import port_number
 from harness.traces.format import TraceFormatError
-from harness.usage import CommandParser, port_number, usage_error
+from harness.usage import CommandParser, usage_error
 
 #: The file `traces generate --count` writes when --out names a directory.
 GENERATED_FILE_NAME = "generated.jsonl"
