@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from benchmarks.inputs import TEXT_STREAM, read_stream
-from harness.transport.events import TimedEvent
+from harness.transport.received import TimedEvent
 from harness.transport.sse_wire import SseParser, encode_events, parse_event
 
 READ_BYTES = 64 * 1024

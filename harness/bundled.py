@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from harness.errors import WsmodeError
+from harness.errors import UsageError
 
 _PACKAGE_DIR: Final = Path(__file__).resolve().parent
 _NAMES: Final = ("suites", "traces")
 
 
-class BundledDataMissing(WsmodeError, FileNotFoundError):
+class BundledDataMissing(UsageError, FileNotFoundError):
     """Neither the installed package nor a checkout holds the folder."""
 
 

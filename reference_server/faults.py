@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from harness.errors import WsmodeError
+from harness.errors import ServerError
 from harness.protocol.errors import ApiError
 from harness.protocol.events import Event
 
@@ -192,7 +192,7 @@ class CaseBehaviour:
         return self != CaseBehaviour()
 
 
-class InjectedFailure(WsmodeError):
+class InjectedFailure(ServerError):
     """Raised into a turn by a case's behaviour: the turn fails with `error` (error event, then
     response.failed), through the same path as an internal fault."""
 

@@ -35,7 +35,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
-from harness.errors import WsmodeError
+from harness.errors import TargetError
 from reference_server.config import ServerConfig
 from reference_server.shared_counts import SharedCounts
 from reference_server.store.response_store import ResponseStore
@@ -45,7 +45,7 @@ WORKER_START_TIMEOUT_S = 60.0
 HAS_REUSE_PORT = hasattr(socket, "SO_REUSEPORT")
 
 
-class WorkersError(WsmodeError, RuntimeError):
+class WorkersError(TargetError, RuntimeError):
     """The workers could not be started."""
 
 

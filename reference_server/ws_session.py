@@ -28,7 +28,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
-from harness.errors import WsmodeError
+from harness.errors import TransportError
 from harness.protocol import errors, wire
 from harness.protocol.beta import INJECT, STEER
 from harness.protocol.cache import ResponseCache
@@ -68,7 +68,7 @@ _QUEUE_FAULT_LINGER_S = 0.1
 SHUTDOWN_CLOSE_REASON = "server shutting down"  # the 1001's reason (a drain or a stop)
 
 
-class ClientGone(WsmodeError, ConnectionError):
+class ClientGone(TransportError, ConnectionError):
     """The client closed, or stopped reading past the send-stall timeout."""
 
 

@@ -8,7 +8,7 @@ import json
 from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext
-from harness.transport.events import HttpStatusError, TargetClosed, TargetTimeout
+from harness.transport.failures import HttpStatusError, TargetClosed, TargetTimeout
 
 REFUSAL_CLOSE_CODES = (1003, 1007, 1008)  # unsupported data, invalid payload, policy
 NO_CLOSE_FRAME = (None, 1006)  # the TCP connection dropped: no close frame was sent

@@ -15,7 +15,7 @@ from harness.conformance.fifo import order_fields
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.events import TERMINAL_TYPES
 from harness.protocol.stream import RequestError
-from harness.transport.events import HttpStatusError, TargetClosed, TargetTimeout
+from harness.transport.failures import HttpStatusError, TargetClosed, TargetTimeout
 
 NOT_FOUND = "previous_response_not_found"
 

@@ -16,7 +16,7 @@ from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, Conn, LaneAnswer, LaneTraffic
 from harness.conformance.fifo import order_fields
 from harness.conformance.target_profile import DOCUMENTED_MAX_LANES
-from harness.transport.events import TargetTimeout
+from harness.transport.failures import TargetTimeout
 
 ACTIVE_LIMIT = 16  # responses generating at once per connection; extras are queued (§5.2)
 STREAM_LIMIT = "websocket_stream_limit_reached"

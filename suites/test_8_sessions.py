@@ -14,7 +14,7 @@ from typing import Any
 from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, Conn
-from harness.transport.events import TargetTimeout
+from harness.transport.failures import TargetTimeout
 
 CODEX_ROUNDS = 4  # three tool rounds (tool_choice required), then a final answer
 

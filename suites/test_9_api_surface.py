@@ -12,7 +12,7 @@ from typing import Any
 from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext
-from harness.transport.events import HttpStatusError
+from harness.transport.failures import HttpStatusError
 
 # A 1x1 PNG as a data URL: the inline image every image-taking model accepts.
 PNG = (

@@ -22,6 +22,7 @@ from typing import Any
 from harness.conformance import bodies
 from harness.conformance.cases import case
 from harness.conformance.context import CaseContext, Conn, PreconditionNotMet, describe_error
+from harness.errors import TransportError
 from harness.protocol.beta import (
     BETA_CLIENT_EVENT_TYPES,
     MULTI_AGENT_BETA_HEADER,
@@ -31,7 +32,8 @@ from harness.protocol.beta import (
 )
 from harness.protocol.errors import ApiError
 from harness.protocol.events import TERMINAL_TYPES
-from harness.transport.events import TargetTimeout, TimedEvent, TransportError
+from harness.transport.failures import TargetTimeout
+from harness.transport.received import TimedEvent
 
 MULTI_AGENT = {MULTI_AGENT_BETA_HEADER[0]: MULTI_AGENT_BETA_HEADER[1]}
 STEER_TEXT = "Please keep the answer to one short sentence."

@@ -25,14 +25,20 @@ def _base_name(node: ast.expr) -> str | None:
     return None
 
 
-def _wsmode_errors() -> set[str]:
-    """The names of every WsmodeError subclass defined in the project's code."""
+def _classes() -> list[tuple[str, set[str]]]:
+    """(name, base names) of every class defined in the project's code."""
     classes: list[tuple[str, set[str]]] = []
     for path in sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
                 bases = {name for base in node.bases if (name := _base_name(base)) is not None}
                 classes.append((node.name, bases))
+    return classes
+
+
+def _wsmode_errors() -> set[str]:
+    """The names of every WsmodeError subclass defined in the project's code."""
+    classes = _classes()
     found = {"WsmodeError"}
     while True:
         more = {name for name, bases in classes if bases & found} - found
@@ -61,6 +67,15 @@ def test_every_wsmode_error_is_in_the_drawing() -> None:
 def test_every_class_in_the_drawing_exists() -> None:
     drawn = set(re.findall(r"\b[A-Z][a-z]+(?:[A-Z][a-z]*)+\b", _drawing())) - {"WsmodeError"}
     assert sorted(drawn - _wsmode_errors()) == []
+
+
+def test_every_error_belongs_to_one_family() -> None:
+    """Only the families subclass the root directly; each is drawn at the top of the tree."""
+    families = {family.__name__ for family in harness.errors.FAMILIES}
+    direct = {name for name, bases in _classes() if "WsmodeError" in bases}
+    assert direct == families
+    drawing = _drawing()
+    assert all(f"├── {name} " in drawing or f"└── {name} " in drawing for name in families)
 
 
 def test_unreadable_input_is_a_wsmode_error() -> None:

@@ -31,21 +31,15 @@ from harness.conformance.rules import rule_level
 from harness.conformance.sdk import SdkReport, check_stream
 from harness.conformance.target_profile import DEFAULT_RESPONSE_TIMEOUT_S, TargetProfile
 from harness.conformance.wirelog import DEFAULT_MAX_CHARS, RecordingWsClient, WireLog
-from harness.errors import WsmodeError
+from harness.errors import TargetError, TransportError
 from harness.protocol.accumulator import ResponseAccumulator, Violation
 from harness.protocol.errors import ApiError
 from harness.protocol.events import TERMINAL_TYPES, reached_output_cap
 from harness.protocol.requests import create_event
 from harness.protocol.stream import RequestError
 from harness.results.schema import utc_now_iso
-from harness.transport.events import (
-    GarbageFrame,
-    HttpStatusError,
-    TargetClosed,
-    TargetTimeout,
-    TimedEvent,
-    TransportError,
-)
+from harness.transport.failures import GarbageFrame, HttpStatusError, TargetClosed, TargetTimeout
+from harness.transport.received import TimedEvent
 
 Auth = Literal["key", "none", "wrong"]
 WRONG_KEY = "sk-wsmode-wrong-key-0000"
@@ -60,7 +54,7 @@ def describe_error(error: ApiError) -> str:
     return f"an error event ({status}, {code}): {message}"
 
 
-class CaseFailed(WsmodeError):
+class CaseFailed(TargetError):
     """A hard expectation failed; the finding is already recorded."""
 
 
@@ -83,7 +77,7 @@ MAX_EVENTS_PER_RESPONSE: Final = 100_000
 CLOSE_BUDGET_S: Final = 5.0  # closing every connection of a case, all at once
 
 
-class Unimplemented(WsmodeError):
+class Unimplemented(TargetError):
     """The target does not declare what the case needs."""
 
 

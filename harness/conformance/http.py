@@ -13,13 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.conformance.wirelog import WireLog, identity_headers
+from harness.errors import TransportError
 from harness.protocol import wire
-from harness.transport.events import (
-    HttpStatusError,
-    TargetTimeout,
-    TimedEvent,
-    TransportError,
-)
+from harness.transport.failures import HttpStatusError, TargetTimeout
+from harness.transport.received import TimedEvent
 from harness.transport.sse import HttpReply, SseClient
 from harness.transport.sse_wire import block_fields, parse_event
 

@@ -19,11 +19,11 @@ from typing import Final
 
 from harness.conformance.model import Outcome
 from harness.conformance.target_profile import PlannedTarget
-from harness.errors import WsmodeError
+from harness.errors import TargetError
 from harness.transport.target_check import CheckTarget, check_targets_now
 
 
-class TargetStopped(WsmodeError):
+class TargetStopped(TargetError):
     """An earlier case found the target no longer answering: this case is not run."""
 
 

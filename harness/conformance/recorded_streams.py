@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from harness.conformance.wirelog_compact import LOSSY_MARKS, expand_entries
-from harness.errors import WsmodeError
+from harness.errors import InputError
 from harness.transport.sse_wire import SseParser, block_fields
 
 # A wire-log frame cut at its size limit (`wirelog.clip`) ends with this marker.
 _CLIPPED: Final = " characters elided]…"
 
 
-class UnreadableInput(WsmodeError):
+class UnreadableInput(InputError):
     """A file that is not one of the readable forms, or a record in it that is broken."""
 
     def __init__(self, path: str, line: int | None, message: str) -> None:

@@ -14,11 +14,12 @@ from typing import TypeVar
 from _pytest.mark.expression import Expression
 
 from harness.conformance.model import CaseMeta
+from harness.errors import UsageError
 
 T = TypeVar("T")
 
 
-class SelectionError(ValueError):
+class SelectionError(UsageError, ValueError):
     """A -k expression that does not parse."""
 
 

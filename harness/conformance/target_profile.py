@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from harness.bundled import suites_dir
-from harness.errors import WsmodeError
+from harness.errors import UsageError
 from harness.results.paths import portable_path
 
 EMBEDDED = "embedded"
@@ -110,7 +110,7 @@ _SECTIONS: Final[dict[str, dict[str, type | tuple[type, ...]]]] = {
 _TOP: Final[dict[str, type]] = {"name": str, "description": str, "model": str, "upstream": str}
 
 
-class TargetProfileError(WsmodeError, ValueError):
+class TargetProfileError(UsageError, ValueError):
     """A target profile that cannot be used; the message names the file and the key."""
 
 

@@ -14,13 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from harness.transport.events import (
-    HttpStatusError,
-    TargetClosed,
-    TargetTimeout,
-    TimedEvent,
-    TransportError,
-)
+from harness.errors import TransportError
+from harness.transport.failures import HttpStatusError, TargetClosed, TargetTimeout
+from harness.transport.received import TimedEvent
 from harness.transport.ws import BETA_HEADER, WsClient
 
 Direction = Literal["send", "recv", "meta"]

@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from harness.errors import WsmodeError
+from harness.errors import TargetError
 
 SCRAPE_TIMEOUT_S = 10.0
 # how a counter's name ends (without `_total`; any namespace before it: `vllm:`, `wsmode_`)
@@ -32,7 +32,7 @@ COUNTERS = {
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
 
-class EngineMetricsError(WsmodeError, RuntimeError):
+class EngineMetricsError(TargetError, RuntimeError):
     """The engine's metrics page could not be read."""
 
 

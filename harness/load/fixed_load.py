@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from harness.errors import TransportError
 from harness.load.bench.result import record_turn
 from harness.load.exchange_outcome import capped_exchange_error, fill_metrics
 from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S, TargetWatch
@@ -56,7 +57,6 @@ from harness.load.replay import Endpoint, ReplayOptions, Session
 from harness.load.replay_results import TurnResult
 from harness.protocol.items import history_item
 from harness.results.histograms import MetricSet
-from harness.transport.events import TransportError
 from harness.transport.exchange import Exchange
 from harness.transport.liveness import PROBE_TIMEOUT_S
 

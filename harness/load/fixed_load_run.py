@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from multiprocessing.synchronize import Event as EventType
 from typing import Any, TextIO
 
-from harness.errors import WsmodeError
+from harness.errors import TargetError
 from harness.load.bench.result import mode_entry
 from harness.load.fixed_load import LoadSpec, ShardResult, run_shard
 from harness.load.gc_policy import load_gc
@@ -43,7 +43,7 @@ from harness.results.workload import load_workload
 CHILD_START_TIMEOUT_S = 60.0
 
 
-class LoadProcessError(WsmodeError, RuntimeError):
+class LoadProcessError(TargetError, RuntimeError):
     """A client process died before it sent its result back."""
 
 

@@ -22,14 +22,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+from harness.errors import TransportError
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.beta import INJECT
 from harness.protocol.requests import create_event
 from harness.protocol.stream import BetaReply, RequestError, StreamAccumulator
 from harness.protocol.timing_marks import is_output_event
 from harness.traces.format import Inject, Turn
-from harness.transport.events import TargetTimeout, TransportError
 from harness.transport.exchange import Exchange
+from harness.transport.failures import TargetTimeout
 from harness.transport.ws import WsClient
 
 GENERIC_OUTPUT = "ok"

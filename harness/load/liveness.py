@@ -22,7 +22,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
-from harness.transport.events import TargetTimeout
+from harness.transport.failures import TargetTimeout
 from harness.transport.liveness import PROBE_TIMEOUT_S, probe_outcome
 from harness.transport.target_check import TargetProblem, describe_failure
 

@@ -68,6 +68,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from harness.errors import TransportError
 from harness.load.exchange_outcome import capped_exchange_error, exchange_error, fill_metrics
 from harness.load.injects import InjectedExchange, multi_agent_exchange
 from harness.load.liveness import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S, TargetWatch
@@ -76,8 +77,8 @@ from harness.load.replay_results import RolloutResult, TurnResult
 from harness.protocol.events import reached_output_cap
 from harness.protocol.items import content_text, history_item, summary_text
 from harness.traces.format import OutputSpec, Rollout, Turn, input_message
-from harness.transport.events import TargetTimeout, TransportError
 from harness.transport.exchange import Exchange, sse_exchange, ws_exchange
+from harness.transport.failures import TargetTimeout
 from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient
 

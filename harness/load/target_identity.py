@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Final
 
-from harness.transport.events import TransportError
+from harness.errors import TransportError
 from harness.transport.ws import WsClient
 
 HANDSHAKE_TIMEOUT_S: Final = 5.0

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness.protocol.beta import BETA_EVENT_TYPES, agent_name, beta_problems
-from harness.protocol.errors import ApiError, ProtocolError
+from harness.protocol.errors import ApiError, RuleBroken
 from harness.protocol.events import (
     ERROR_PAYLOAD_REQUIRED,
     EVENT_TYPES,
@@ -152,7 +152,7 @@ _REASONING_TEXT_OPEN = ItemPhase.REASONING_TEXT_OPEN
 class ResponseAccumulator:
     """Checks and reassembles the events of one response."""
 
-    def __init__(self, *, raise_on: type[ProtocolError] | None = None) -> None:
+    def __init__(self, *, raise_on: type[RuleBroken] | None = None) -> None:
         self.raise_on = raise_on
         self.violations: list[Violation] = []
         self.unknown_types: set[str] = set()

@@ -1,8 +1,8 @@
 """Errors of the protocol core, and the catalog of wire errors the protocol defines.
 
-Exception tree::
+Exception tree (of the protocol family, harness.errors)::
 
-    ProtocolError(WsmodeError)    a rule of the event grammar was broken (carries `rule_id`)
+    RuleBroken(ProtocolError)     a rule of the event grammar was broken (carries `rule_id`)
     ├── LocalProtocolError        we broke it: our own emitter produced an illegal event (a bug)
     └── RemoteProtocolError       the peer broke it: a server under test sent an illegal event
 
@@ -15,21 +15,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import WsmodeError
+from harness.errors import ProtocolError
 
 
-class ProtocolError(WsmodeError):
+class RuleBroken(ProtocolError):
+    """A rule of the event grammar was broken; `rule_id` names it."""
+
     def __init__(self, rule_id: str, message: str) -> None:
         super().__init__(f"[{rule_id}] {message}")
         self.rule_id = rule_id
         self.detail = message
 
 
-class LocalProtocolError(ProtocolError):
+class LocalProtocolError(RuleBroken):
     """Our side produced an illegal event: always a bug in wsmode."""
 
 
-class RemoteProtocolError(ProtocolError):
+class RemoteProtocolError(RuleBroken):
     """The peer produced an illegal event: a conformance failure of the peer."""
 
 

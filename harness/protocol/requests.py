@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.errors import WsmodeError
+from harness.errors import ProtocolError
 from harness.protocol import errors
 from harness.protocol.errors import ApiError
 from harness.protocol.extension import EXTENSION_FIELD  # scripted output and a seed
@@ -29,7 +29,7 @@ CLIENT_EVENT_TYPES = frozenset({"response.create"})
 _TOOL_CHOICE_MODES = frozenset({"auto", "none", "required"})
 
 
-class InvalidRequest(WsmodeError):
+class InvalidRequest(ProtocolError):
     def __init__(self, error: ApiError) -> None:
         super().__init__(error.message)
         self.error = error

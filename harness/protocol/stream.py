@@ -22,7 +22,7 @@ from harness.protocol.accumulator import (
     is_nested_error,
 )
 from harness.protocol.beta import beta_problems, beta_target, is_beta_event
-from harness.protocol.errors import ApiError, ProtocolError
+from harness.protocol.errors import ApiError, RuleBroken
 from harness.protocol.events import Event
 from harness.protocol.state import Phase
 
@@ -86,7 +86,7 @@ class StreamAccumulator:
     def __init__(
         self,
         *,
-        raise_on: type[ProtocolError] | None = None,
+        raise_on: type[RuleBroken] | None = None,
         on_response: Callable[[ResponseAccumulator], None] | None = None,
     ) -> None:
         self.raise_on = raise_on

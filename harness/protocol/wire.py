@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import WsmodeError
+from harness.errors import ProtocolError
 
 try:  # optional: the standard library does everything below, only slower
     import msgspec
@@ -43,7 +43,7 @@ DEFAULT_MAX_DEPTH = 64
 DEFAULT_MAX_INT_DIGITS = 64
 
 
-class WireFormatError(WsmodeError, ValueError):
+class WireFormatError(ProtocolError, ValueError):
     """A frame or body that is not acceptable JSON; `code` is the protocol error code and
     `param` the offending field's path, when there is one."""
 

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import WsmodeError
+from harness.errors import InputError
 from harness.report.gate_report import CaseFinding, GateReport, MetricFinding
 from harness.results import stats
 from harness.results.schema import LATENCY_KINDS, ttft_definition
@@ -53,7 +53,7 @@ DEFAULT_ENABLED = frozenset(
 DEFAULT_THRESHOLDS_PCT = {50.0: 10.0, 90.0: 20.0, 99.0: 30.0}
 
 
-class GateInputError(WsmodeError):
+class GateInputError(InputError):
     """Bad gate input: the gate cannot compare (exit code 2)."""
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.errors import WsmodeError
+from harness.errors import InputError
 from harness.protocol.levels import REQUIREMENT_LEVELS
 from harness.protocol.timing_marks import LEGACY_TTFT_DEFINITION, TTFT_DEFINITION
 from harness.results.machine import harness_info, machine_info
@@ -57,7 +57,7 @@ _MODE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _METRIC_NAME = re.compile(r"^[a-z0-9_]+$")
 
 
-class ResultsSchemaError(WsmodeError, ValueError):
+class ResultsSchemaError(InputError, ValueError):
     """A results object or file does not follow the results schema this wsmode reads."""
 
 

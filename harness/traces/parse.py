@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from harness.errors import WsmodeError
+from harness.errors import InputError
 from harness.traces.rollout import (
     INPUT_ROLES,
     OBSERVED_KEYS,
@@ -42,7 +42,7 @@ __all__ = [
 # Errors
 
 
-class TraceFormatError(WsmodeError, ValueError):
+class TraceFormatError(InputError, ValueError):
     """A trace (or a converter's input) is malformed.
 
     ``str(err)`` is ``"<path>:<line>: <field>: <reason>"``, leaving out the parts that are unknown.

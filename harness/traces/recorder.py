@@ -54,7 +54,7 @@ from websockets.server import ServerProtocol
 from harness.progress import Progress
 from harness.traces.event_log import EventLog
 from harness.traces.recorded import Observed, RolloutBuilder, TraceLog
-from harness.transport.events import GarbageFrame
+from harness.transport.failures import GarbageFrame
 from harness.transport.frontdoor import FrontDoor, WaitingDoors
 from harness.transport.h11_loop import next_h11_event, read_within
 from harness.transport.sse_wire import SseParser, parse_event

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.errors import TransportError
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.errors import ApiError
 from harness.protocol.requests import create_event
@@ -25,7 +26,8 @@ from harness.protocol.timing_marks import (
     is_first_token_candidate,
     is_output_event,
 )
-from harness.transport.events import HttpStatusError, TargetTimeout, TimedEvent, TransportError
+from harness.transport.failures import HttpStatusError, TargetTimeout
+from harness.transport.received import TimedEvent
 from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient
 

@@ -17,11 +17,12 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from harness.errors import TransportError
 from harness.protocol.errors import ApiError
 from harness.protocol.events import TERMINAL_TYPES
 from harness.protocol.requests import create_event
-from harness.transport.events import TargetTimeout, TransportError
 from harness.transport.exchange import Exchange, sse_exchange
+from harness.transport.failures import TargetTimeout
 from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient
 

@@ -28,17 +28,11 @@ from typing import Any
 
 import h11
 
+from harness.errors import TransportError
 from harness.protocol import wire
-from harness.transport.events import (
-    GarbageFrame,
-    HttpStatusError,
-    TargetClosed,
-    TargetTimeout,
-    TimedEvent,
-    TransportError,
-    loads_json,
-)
+from harness.transport.failures import GarbageFrame, HttpStatusError, TargetClosed, TargetTimeout
 from harness.transport.h11_loop import next_h11_event
+from harness.transport.received import TimedEvent, loads_json
 from harness.transport.sockets import StampingSocket, arrival_ns, open_socket, ssl_context
 from harness.transport.sse_wire import SseParser, parse_event
 

@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness.protocol import wire
-from harness.transport.events import GarbageFrame, loads_json
+from harness.transport.failures import GarbageFrame
+from harness.transport.received import loads_json
 
 BLANK_LINE_BYTES = 2  # the "\n\n" that ends a block, counted in its size
 

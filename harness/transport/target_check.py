@@ -29,14 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
+from harness.errors import TransportError
 from harness.protocol.errors import ApiError
-from harness.transport.events import (
-    HttpStatusError,
-    TargetClosed,
-    TargetTimeout,
-    TransportError,
-)
 from harness.transport.exchange import error_from_http
+from harness.transport.failures import HttpStatusError, TargetClosed, TargetTimeout
 from harness.transport.liveness import ProbeOutcome, probe_outcome
 from harness.transport.ws import WsClient
 

@@ -36,17 +36,16 @@ from websockets.protocol import OPEN, Event, Protocol
 from websockets.streams import StreamReader
 from websockets.uri import get_proxy, parse_uri
 
+from harness.errors import TransportError
 from harness.protocol import wire
-from harness.transport.events import (
+from harness.transport.failures import (
     FrameTooLarge,
     GarbageFrame,
     HttpStatusError,
     TargetClosed,
     TargetTimeout,
-    TimedEvent,
-    TransportError,
-    loads_json,
 )
+from harness.transport.received import TimedEvent, loads_json
 from harness.transport.sockets import StampingSocket, arrival_ns, open_socket, ssl_context
 
 BETA_HEADER = ("OpenAI-Beta", "responses_websockets=2026-02-06")

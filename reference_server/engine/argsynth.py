@@ -30,7 +30,7 @@ import string as _string
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from harness.errors import WsmodeError
+from harness.errors import ProtocolError
 
 __all__ = [
     "MAX_DEPTH",
@@ -153,7 +153,7 @@ _CODE: Final = (
 _LANGUAGES: Final = ("python", "typescript", "rust", "go", "javascript", "bash")
 
 
-class UnsatisfiableSchema(WsmodeError, ValueError):
+class UnsatisfiableSchema(ProtocolError, ValueError):
     """The schema admits no value (or uses a construct in a way this generator cannot satisfy)."""
 
 

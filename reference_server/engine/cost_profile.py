@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
-from harness.errors import WsmodeError
+from harness.errors import UsageError
 
 __all__ = ["STAGE_UNITS", "CostProfileError", "Profile", "Stage"]
 
@@ -70,7 +70,7 @@ STAGE_UNITS: Final[Mapping[str, str]] = {k: v[2] for k, v in _STAGE_TABLE.items(
 assert set(_STAGE_TABLE) == set(get_args(Stage))
 
 
-class CostProfileError(WsmodeError, ValueError):
+class CostProfileError(UsageError, ValueError):
     """A profile file or override is malformed (unknown key, bad value, unknown name)."""
 
 

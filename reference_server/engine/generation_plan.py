@@ -12,12 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.errors import WsmodeError
+from harness.errors import ProtocolError
 
 ItemKind = Literal["message", "function_call", "reasoning"]
 
 
-class PlanError(WsmodeError, ValueError):
+class PlanError(ProtocolError, ValueError):
     """The request cannot be planned; the server answers 400 with the message."""
 
 

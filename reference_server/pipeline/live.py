@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from harness.errors import WsmodeError
+from harness.errors import ServerError
 from harness.protocol.emitter import ResponseEmitter
 from reference_server.pipeline.ids import new_id
 from reference_server.pipeline.outbox import Outbox
@@ -46,7 +46,7 @@ class Steer:
     raw_input: Any  # as sent: a failure returns it
 
 
-class RequiredInputTimeout(WsmodeError):
+class RequiredInputTimeout(ServerError):
     """A multi-agent response waited too long for an injected tool output."""
 
 

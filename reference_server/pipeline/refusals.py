@@ -6,11 +6,11 @@ surfaces instead as a failed response, `response.created` then `response.failed`
 
 from __future__ import annotations
 
-from harness.errors import WsmodeError
+from harness.errors import ProtocolError
 from harness.protocol.errors import ApiError
 
 
-class RequestRefused(WsmodeError):
+class RequestRefused(ProtocolError):
     """A request-scoped error: no response was created; the caller sends `error`."""
 
     def __init__(self, error: ApiError) -> None:

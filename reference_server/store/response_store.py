@@ -45,7 +45,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from harness.errors import WsmodeError
+from harness.errors import ServerError
 
 __all__ = [
     "DEFAULT_RETENTION_S",
@@ -86,11 +86,11 @@ _PURGE_LEAVES: Final = (
 )
 
 
-class StoreClosed(WsmodeError, RuntimeError):
+class StoreClosed(ServerError, RuntimeError):
     """The store was used after :meth:`ResponseStore.close`."""
 
 
-class RecordTooLarge(WsmodeError, ValueError):
+class RecordTooLarge(ServerError, ValueError):
     """A single record is larger than the store's ``max_bytes``; it was not stored."""
 
 

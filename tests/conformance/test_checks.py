@@ -10,7 +10,7 @@ from harness.conformance.rules import rule_level
 from harness.conformance.sdk import check_stream, is_structural
 from harness.conformance.twin import CacheTwin
 from harness.protocol.cache import Resolution
-from harness.transport.events import TimedEvent
+from harness.transport.received import TimedEvent
 from tests.conformance.servers import canned_events
 
 
@@ -141,7 +141,7 @@ def test_exceptions_map_to_target_failures_or_harness_errors() -> None:
     from harness.conformance.context import CaseContext, LiveTarget, Unimplemented
     from harness.conformance.model import CaseMeta, Verdict, decide_verdict
     from harness.conformance.target_profile import TargetProfile
-    from harness.transport.events import GarbageFrame, TargetClosed, TargetTimeout
+    from harness.transport.failures import GarbageFrame, TargetClosed, TargetTimeout
 
     meta = CaseMeta("3.3.x", "3.3", "MUST", "events", "t", rules=("seq.start",))
     target = LiveTarget("t", "ws://127.0.0.1:9/v1/responses", None, None, None, TargetProfile())

@@ -6,7 +6,7 @@ import asyncio
 
 from harness.conformance.embedded import embedded_limits, embedded_target
 from harness.conformance.target_profile import PlannedTarget, TargetProfile, TargetSpec
-from harness.transport.events import TargetClosed
+from harness.transport.failures import TargetClosed
 from harness.transport.ws import WsClient
 
 

@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from harness.transport.events import HttpStatusError
+from harness.transport.failures import HttpStatusError
 from harness.transport.ws import WsClient
 
 from .conftest import ServerFactory, run

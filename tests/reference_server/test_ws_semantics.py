@@ -10,8 +10,8 @@ import pytest
 
 from harness.protocol.cache import CachePolicy
 from harness.protocol.errors import ApiError
-from harness.transport.events import HttpStatusError
 from harness.transport.exchange import ws_exchange
+from harness.transport.failures import HttpStatusError
 from harness.transport.ws import WsClient
 from reference_server.app import ReferenceServer
 from reference_server.config import Limits

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.protocol import wire
-from harness.transport.events import loads_json
+from harness.transport.received import loads_json
 
 CODECS = ["stdlib", "msgspec"] if wire.FAST_CODEC is not None else ["stdlib"]
 

@@ -14,15 +14,10 @@ from typing import Any
 
 import pytest
 
+from harness.errors import TransportError
 from harness.transport import sockets
-from harness.transport.events import (
-    GarbageFrame,
-    HttpStatusError,
-    TargetClosed,
-    TargetTimeout,
-    TransportError,
-)
 from harness.transport.exchange import sse_exchange
+from harness.transport.failures import GarbageFrame, HttpStatusError, TargetClosed, TargetTimeout
 from harness.transport.sse import SseClient
 from tests.protocol.conftest import full_stream
 from tests.transport.servers import (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.transport import sse_wire
-from harness.transport.events import GarbageFrame
+from harness.transport.failures import GarbageFrame
 from harness.transport.sse_wire import SseParser, block_fields, encode_events, parse_event
 from tests.protocol.conftest import full_stream
 from tests.transport.servers import sse_block
@@ -160,4 +160,4 @@ def test_the_parser_does_no_io() -> None:
         for alias in node.names
     }
     allowed = {"__future__", "collections.abc", "typing", "harness.protocol"}
-    assert imported <= allowed | {"harness.transport.events"}
+    assert imported <= allowed | {"harness.transport.failures", "harness.transport.received"}

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.transport.events import HttpStatusError, TransportError
+from harness.errors import TransportError
+from harness.transport.failures import HttpStatusError
 from harness.transport.target_check import (
     CHECK_BUDGET_S,
     CheckTarget,

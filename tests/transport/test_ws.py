@@ -13,8 +13,8 @@ from websockets.asyncio.server import serve as ws_serve
 
 from harness.protocol.stream import StreamAccumulator
 from harness.transport import sockets, ws
-from harness.transport.events import FrameTooLarge, GarbageFrame, TargetClosed, TargetTimeout
 from harness.transport.exchange import read_until_done, ws_exchange
+from harness.transport.failures import FrameTooLarge, GarbageFrame, TargetClosed, TargetTimeout
 from harness.transport.ws import WsClient
 from tests.protocol.conftest import full_stream
 from tests.transport.servers import (

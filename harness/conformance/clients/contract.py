@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from harness.errors import WsmodeError
+from harness.errors import InputError
 
 ENV_BASE_URL: Final = "WSMODE_CLIENT_BASE_URL"
 ENV_WS_URL: Final = "WSMODE_CLIENT_WS_URL"
@@ -101,7 +101,7 @@ class TurnReport:
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
-class ReportLineError(WsmodeError, ValueError):
+class ReportLineError(InputError, ValueError):
     """A stdout line that is not a turn report (kept as a finding, never raised to the user)."""
 
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from harness.bundled import suites_dir
 from harness.conformance.clients.runner import ClientUnderTest
-from harness.errors import WsmodeError
+from harness.errors import UsageError
 
 
-class ClientProfileError(WsmodeError, ValueError):
+class ClientProfileError(UsageError, ValueError):
     """A client profile that cannot be used (unknown name, bad TOML, missing install)."""
 
 

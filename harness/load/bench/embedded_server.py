@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from harness.errors import WsmodeError
+from harness.errors import TargetError
 
 DEFAULT_PROFILE = "production-like"
 SERVER_START_TIMEOUT_S = 60.0
@@ -25,7 +25,7 @@ SERVER_START_TIMEOUT_S = 60.0
 _LISTENING = re.compile(r"(ws://\S+) \(HTTP (http://\S+)\)")
 
 
-class EmbeddedServerError(WsmodeError, RuntimeError):
+class EmbeddedServerError(TargetError, RuntimeError):
     """The child server exited or printed no listening line within the start timeout."""
 
 
