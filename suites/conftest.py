@@ -4,4 +4,4 @@ All machinery (target options, verdicts, wire logs, reports) lives in the plugin
 suites/README.md for the options, the target profile format and the case list.
 """
 
-pytest_plugins = ("harness.conformance.plugin",)
+pytest_plugins = ("harness.conformance.runner.plugin",)

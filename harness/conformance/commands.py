@@ -38,7 +38,7 @@ from harness.bundled import suites_dir
 from harness.usage import API_KEY_ENV, EXIT_USAGE, CommandParser, client_api_key, usage_error
 
 if TYPE_CHECKING:
-    from harness.conformance.model import CaseMeta
+    from harness.conformance.model.verdict import CaseMeta
 
 SUITES_DIR = suites_dir()
 # the commands their usage errors name
@@ -111,12 +111,12 @@ def certify_client_main(args: argparse.Namespace) -> int:
 
     from harness.conformance.clients import certify
     from harness.conformance.clients.catalogue import Timings
+    from harness.conformance.clients.client_runner import ClientUnderTest, select_cases
     from harness.conformance.clients.profiles import (
         ClientProfileError,
         client_from_profile,
         load_profile,
     )
-    from harness.conformance.clients.runner import ClientUnderTest, select_cases
 
     results_root = Path(args.results)
     if args.list:
@@ -187,7 +187,7 @@ def check_main(args: argparse.Namespace) -> int:
     import json
     from collections import Counter
 
-    from harness.conformance.offline_check import (
+    from harness.conformance.check.offline_check import (
         UnreadableInput,
         check_file,
         expand_inputs,
@@ -413,7 +413,11 @@ def pytest_arguments(args: argparse.Namespace) -> list[str]:
 
 
 def merge(paths: list[str], out: Path | None, results_root: str) -> int:
-    from harness.conformance.reports import render_matrix_markdown, terminal_matrix, write_matrix
+    from harness.conformance.reports.certificate import (
+        render_matrix_markdown,
+        terminal_matrix,
+        write_matrix,
+    )
     from harness.results.schema import ResultsSchemaError, load_result
 
     results = []
@@ -448,8 +452,8 @@ def main(args: argparse.Namespace) -> int:
         return usage_error(CERTIFY, "needs pytest: pip install 'wsmode[test]'")
     if not Path(args.suites).is_dir():
         return usage_error(CERTIFY, f"no suites directory at {args.suites}")
-    from harness.conformance.catalog import load_cases
-    from harness.conformance.selection import SelectionError, select
+    from harness.conformance.model.catalog import load_cases
+    from harness.conformance.model.selection import SelectionError, select
 
     cases = [(meta, function, None) for meta, function in load_cases(args.suites)]
     try:
@@ -477,12 +481,8 @@ def _check_targets(args: argparse.Namespace) -> str | None:
     """Plan the targets as the run will (profiles, URLs, keys) and check each remote one; the
     first problem as one line. A bad profile or URL raises TargetProfileError."""
     from harness.bundled import target_profile_path
-    from harness.conformance.liveness import check_before_run
-    from harness.conformance.target_profile import (
-        load_target_profile,
-        plan_targets,
-        resolve_profile,
-    )
+    from harness.conformance.targets.plan import check_before_run, plan_targets
+    from harness.conformance.targets.profile import load_target_profile, resolve_profile
 
     if args.fault:
         return None  # the embedded server only
@@ -502,7 +502,7 @@ def _check_targets(args: argparse.Namespace) -> str | None:
 
 def _list_cases(cases: Sequence[CaseMeta]) -> int:
     """The catalogue, from the cases themselves: id, level, what it needs, what it checks."""
-    from harness.conformance.model import CATEGORIES
+    from harness.conformance.model.verdict import CATEGORIES
     from harness.progress import MAX_COLUMNS
 
     width = max(len(c.id) for c in cases)
@@ -534,7 +534,7 @@ def _list_cases(cases: Sequence[CaseMeta]) -> int:
 
 
 def _show_profile(name: str) -> int:
-    from harness.conformance.target_profile import TargetProfileError, resolve_profile
+    from harness.conformance.targets.profile import TargetProfileError, resolve_profile
 
     try:
         path = resolve_profile(name)
@@ -547,7 +547,7 @@ def _show_profile(name: str) -> int:
 
 def _list_profiles() -> int:
     """The bundled target profiles: the name --target-profile takes, where, what."""
-    from harness.conformance.target_profile import bundled_profiles
+    from harness.conformance.targets.profile import bundled_profiles
     from harness.progress import MAX_COLUMNS
 
     found = bundled_profiles()
@@ -595,8 +595,8 @@ def tool_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _catalog(args: argparse.Namespace) -> int:
-    from harness.conformance.cases import CATALOG
-    from harness.conformance.catalog import load_suites, render, write
+    from harness.conformance.model.cases import CATALOG
+    from harness.conformance.model.catalog import load_suites, render, write
 
     block = render(load_suites())
     if args.write is None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.conformance.offline_check import check_file
+from harness.conformance.check.offline_check import check_file
 from harness.load.bench.config import BenchConfig
 from harness.load.bench.result import BenchRun, build_result
 from harness.load.bench.run import run_variants
