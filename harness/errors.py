@@ -44,6 +44,7 @@ or the reference server's own condition. Each class is defined where it is raise
     │   │       └── SetupNotRun          a setup the case needs failed in another case: not run
     │   ├── Unimplemented                harness.conformance.runner.context: lacks a capability
     │   ├── TargetStopped                harness.conformance.runner.context: target went silent
+    │   ├── TargetUnreachable            harness.conformance.runner.prepare: failed pre-run check
     │   ├── EmbeddedServerError          harness.load.bench.embedded_server: `serve` did not start
     │   ├── LoadProcessError             harness.load.fixed_load_run: a client process died
     │   ├── EngineMetricsError           harness.load.engine_metrics: the metrics page unreadable

@@ -7,5 +7,6 @@ judging        the client rules, the checks of every case, helpers for the judge
 client_runner  one case: a reference server with the behaviour, the adapter, the verdict
 profiles       the bundled adapters (suites/clients/*.toml)
 certify        the product: console, certificate, matrix
+client_config  the command's options, and the case timings they set
 matrix         rows = clients with versions, columns = cases (results/clients/MATRIX.md)
 """

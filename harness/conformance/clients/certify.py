@@ -9,7 +9,8 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.conformance.clients.catalogue import CASES, ClientCase, Timings
+from harness.conformance.clients.catalogue import CASES, ClientCase
+from harness.conformance.clients.client_config import Timings
 from harness.conformance.clients.client_runner import (
     CaseResult,
     ClientUnderTest,

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.conformance.clients.catalogue import CASES, ClientCase, Timings
+from harness.conformance.clients.catalogue import CASES, ClientCase
+from harness.conformance.clients.client_config import Timings
 from harness.conformance.clients.contract import (
     STDERR_TAIL_LINES,
     AdapterRun,

@@ -1,51 +1,22 @@
-"""Every case of the suites, without running pytest: for docs and for checks on the docs.
+"""The case catalog of the suites as Markdown: for docs and for checks on the docs.
 
-`load_suites()` imports `suites/test_*.py` (which fills `cases.CATALOG`), `case_table()` renders
-the list as Markdown and `count_table()` the cases per category and level; `python -m
-harness.conformance.commands catalog --write suites/README.md` refreshes both blocks in the
-README.
+`case_table()` renders the cases as Markdown and `count_table()` the cases per category and
+level; `python -m harness.conformance.commands catalog --write suites/README.md` refreshes both
+blocks in the README (the cases from runner.suite_loader).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from harness.bundled import suites_dir
 from harness.conformance.model.verdict import CATEGORIES, CaseMeta
 from harness.protocol.levels import REQUIREMENT_LEVELS
 
-SUITES_DIR: Final = suites_dir()
 START: Final = "<!-- cases:start -->"
 END: Final = "<!-- cases:end -->"
-
-
-def load_suites(suites_dir: Path = SUITES_DIR) -> list[CaseMeta]:
-    """Import each suite module (once) and return its cases in file order."""
-    return [meta for meta, _ in load_cases(suites_dir)]
-
-
-def load_cases(suites_dir: Path = SUITES_DIR) -> list[tuple[CaseMeta, str]]:
-    """Each case in file order with its function's name (what `-k` also matches)."""
-    found: list[tuple[CaseMeta, str]] = []
-    for path in sorted(suites_dir.glob("test_*.py")):
-        name = f"wsmode_suites.{path.stem}"
-        module = sys.modules.get(name)
-        if module is None:
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-        for name, value in vars(module).items():
-            meta = getattr(value, "wsmode_case", None)
-            if isinstance(meta, CaseMeta) and all(meta is not m for m, _ in found):
-                found.append((meta, name))
-    return found
 
 
 def count_table(cases: Sequence[CaseMeta]) -> str:

@@ -1,9 +1,10 @@
 """Selecting cases with a -k expression judged on the cases alone.
 
-`certify -k` (and `pytest suites --wsmode-cases`) matches each name of the expression against a
-case's id, category, level and function name: never against the target's name, the module or
-the directory, which pytest's own -k also sees. The CLI uses the same matcher on the catalogue
-before any run, so an expression that matches nothing is an error up front.
+`certify -k` (and `pytest suites --wsmode-keyword`) matches each name of the expression against
+a case's id, category, level and function name: never against the target's name, the module or
+the directory, which pytest's own -k also sees. The run is selected once, on the cases, before
+any target is checked (runner.prepare), so an expression that matches nothing is an error up
+front.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """What `wsmode certify` prints, in the conformance tools' style (h2spec, Autobahn|Testsuite).
 
-`wsmode certify` runs pytest with its terminal output off and this console on
-(`--wsmode-console`): while the cases run, one line per case that did not pass (verdict, level,
-case id, the one-line reason; every case with `--verbose`) under a live progress line
-(harness.progress); at the end one block per failure (its expectation, its findings and where
-its wire log is), then per target the summary, and the verdict of the run last. Cases not run
-because the target does not declare what they need (UNIMPLEMENTED) are counted by reason in the
-summary, one line each only with `--verbose`. `pytest suites` run directly keeps pytest's own
-output and the plugin's terminal summary (reports.terminal_summary).
+`wsmode certify` runs pytest with its terminal output off and this console on (handed over
+with the prepared run, runner.prepare): while the cases run, one line per case that did not
+pass (verdict, level, case id, the one-line reason; every case with `--verbose`) under a live
+progress line (harness.progress); at the end one block per failure (its expectation, its
+findings and where its wire log is), then per target the summary, and the verdict of the run
+last. Cases not run because the target does not declare what they need (UNIMPLEMENTED) are
+counted by reason in the summary, one line each only with `--verbose`. `pytest suites` run
+directly keeps pytest's own output and the plugin's terminal summary
+(reports.certificate.terminal_summary).
 """
 
 from __future__ import annotations

@@ -1,10 +1,16 @@
-"""The pytest plugin behind `pytest suites` and `wsmode certify`.
+"""The pytest plugin behind `wsmode certify` and `pytest suites`.
 
-    pytest suites [--target ws://HOST:PORT/v1/responses ...] [--http-target URL]
-                  [--api-key KEY] [--target-profile FILE ...] [--wsmode-strict]
-                  [--event-timeout S] [--case-timeout S] [--wsmode-results DIR]
+`wsmode certify` prepares its run (runner.prepare: cases selected, targets planned and checked)
+and hands it to pytest in its own process (`run_prepared`), with pytest's terminal off and its
+own console on. A plain run prepares through the same function, from the same options, each as
+`--wsmode-<long name>` (runner.certify_config)::
 
-Without `--target` (and without a profile naming a URL) the embedded reference server is started
+    pytest suites [--wsmode-target ws://HOST:PORT/v1/responses ...] [--wsmode-http-target URL]
+                  [--wsmode-api-key KEY] [--wsmode-target-profile NAME|FILE ...]
+                  [--wsmode-keyword EXPR] [--wsmode-strict] [--wsmode-event-timeout S]
+                  [--wsmode-case-timeout S] [--wsmode-results DIR]
+
+Without a target (and without a profile naming a URL) the embedded reference server is started
 on a free loopback port. Every case runs once per target (a session-scoped parametrized fixture,
 so pytest runs one target's cases together and stops its embedded servers before the next).
 
@@ -20,7 +26,7 @@ UNIMPLEMENTED as skipped. At the end each target gets `report.json`, `report.htm
 from __future__ import annotations
 
 import inspect
-import sys
+import os
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +34,9 @@ from typing import Any
 
 import pytest
 
-from harness.bundled import target_profile_path
+from harness.bundled import suites_dir
 from harness.conformance.judges.sdk_opinion import sdk_version, warm_up
 from harness.conformance.model.cases import meta_of
-from harness.conformance.model.selection import SelectionError, compile_selection, matches
 from harness.conformance.model.verdict import (
     SETUPS,
     Verdict,
@@ -56,28 +61,17 @@ from harness.conformance.runner.case_runner import (
     case_budget_s,
     run_case,
 )
+from harness.conformance.runner.certify_config import CertifyConfig
 from harness.conformance.runner.certify_console import CertifyConsole, CollectionErrors
 from harness.conformance.runner.context import CaseContext
+from harness.conformance.runner.prepare import PreparedRun, TargetUnreachable, prepare_run
 from harness.conformance.targets.embedded import embedded_target, remote_target
-from harness.conformance.targets.plan import (
-    LiveTarget,
-    PlannedTarget,
-    check_before_run,
-    plan_targets,
-    with_overrides,
-)
-from harness.conformance.targets.profile import (
-    DEFAULT_RESPONSE_TIMEOUT_S,
-    TargetProfile,
-    TargetProfileError,
-    load_target_profile,
-    resolve_profile,
-)
+from harness.conformance.targets.plan import LiveTarget, PlannedTarget
+from harness.conformance.targets.profile import TargetProfile
+from harness.errors import UsageError
+from harness.options import add_pytest_options, from_pytest
 from harness.results.schema import finish_result, new_result, utc_now_iso
 from harness.results.store import timestamp_slug
-from harness.usage import client_api_key
-
-REFERENCE_PROFILE = target_profile_path("reference")
 
 _STATE = pytest.StashKey["CertifyState"]()
 _CTX = pytest.StashKey[CaseContext]()
@@ -104,19 +98,28 @@ class TargetRun:
 
 @dataclass
 class CertifyState:
-    targets: list[PlannedTarget]
-    strict: bool
-    results_root: Path | None
-    label: str
-    event_timeout_s: float | None
-    case_timeout_s: float | None
-    response_timeout_s: float | None
-    full_wire_log: bool = False
-    cases_expression: str | None = None
-    console: CertifyConsole | None = None  # `wsmode certify`'s own console (console.py)
+    """A run as it goes: what it was given, and what each target's cases gave."""
+
+    prepared: PreparedRun
     runs: dict[str, TargetRun] = field(default_factory=dict)
     written: list[tuple[dict[str, Any], dict[str, Path]]] = field(default_factory=list)
     matrix: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def config(self) -> CertifyConfig:
+        return self.prepared.config
+
+    @property
+    def targets(self) -> tuple[PlannedTarget, ...]:
+        return self.prepared.targets
+
+    @property
+    def strict(self) -> bool:
+        return self.prepared.config.strict
+
+    @property
+    def console(self) -> CertifyConsole | None:
+        return self.prepared.console
 
     def run_for(self, name: str) -> TargetRun:
         for planned in self.targets:
@@ -125,149 +128,53 @@ class CertifyState:
         raise KeyError(name)
 
 
-# -- options ------------------------------------------------------------------------------------
+# -- the run: handed over by `wsmode certify`, or prepared here from the options ----------------
+def run_prepared(prepared: PreparedRun) -> int:
+    """Run a prepared run in this process, pytest's terminal off (the console, if any, on):
+    0 when every case held, 1 when one failed, 2 when pytest could not run the suites."""
+    suites = str(prepared.suites_dir)
+    # the suites' own rootdir and no ini file: the caller's pytest settings stay out of a run
+    argv = [suites, "-c", os.devnull, "--rootdir", suites, "-p", "no:cacheprovider"]
+    argv += ["-p", "no:terminal"]
+    code = int(pytest.main(argv, plugins=[prepared]))
+    return code if code in (0, 1) else 2
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("wsmode", "wsmode conformance (suites/)")
-    group.addoption(
-        "--target",
-        action="append",
-        default=[],
-        metavar="URL",
-        help="WebSocket URL of a target (repeatable), or 'embedded[:fault,...]'",
-    )
-    group.addoption(
-        "--http-target", action="append", default=[], metavar="URL", help="HTTP base URL (…/v1)"
-    )
-    group.addoption("--api-key", action="append", default=[], metavar="KEY", help="bearer key")
-    group.addoption(
-        "--target-profile",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="target profile TOML (capabilities and limits; repeatable, one per target)",
-    )
-    group.addoption(
-        "--wsmode-strict",
-        action="store_true",
-        default=False,
-        help="NON-STRICT (a SHOULD not met) fails the run too",
-    )
-    group.addoption("--event-timeout", type=float, default=None, metavar="S")
-    group.addoption(
-        "--response-timeout",
-        type=float,
-        default=None,
-        metavar="S",
-        help=f"longest one response may stream before its terminal event (default: the "
-        f"profile's, {DEFAULT_RESPONSE_TIMEOUT_S:g} s)",
-    )
-    group.addoption("--case-timeout", type=float, default=None, metavar="S")
-    group.addoption(
-        "--wsmode-results",
-        default="results",
-        metavar="DIR",
-        help="results root: reports go to DIR/certify/<target>/<timestamp>/ (default: results)",
-    )
-    group.addoption("--wsmode-no-report", action="store_true", default=False)
-    group.addoption(
-        "--wsmode-model", default=None, metavar="MODEL", help="the model every request names"
-    )
-    group.addoption(
-        "--wsmode-auth",
-        action="store_true",
-        default=False,
-        help="the target refuses a missing or wrong key: run the auth cases",
-    )
-    group.addoption(
-        "--wsmode-full-wire-log",
-        action="store_true",
-        default=False,
-        help="keep every frame of every case (default: delta runs collapsed in passing cases)",
-    )
-    group.addoption(
-        "--wsmode-cases",
-        default=None,
-        metavar="EXPR",
-        help="select cases by id, category or level (a -k expression that never matches the "
-        "target's name)",
-    )
-    group.addoption("--wsmode-label", default="certify", metavar="LABEL")
-    group.addoption(
-        "--wsmode-console",
-        action="store_true",
-        default=False,
-        help="print wsmode certify's console (with -p no:terminal): non-PASS lines, failure "
-        "blocks, the summary last",
-    )
-    group.addoption(
-        "--wsmode-verbose",
-        action="store_true",
-        default=False,
-        help="with --wsmode-console: one line per case, PASS and UNIMPLEMENTED too",
-    )
-    group.addoption(
-        "--wsmode-checked",
-        action="store_true",
-        default=False,
-        help="the targets were checked before the run (wsmode certify): skip the pre-run check",
-    )
+    add_pytest_options(parser.getgroup("wsmode", "wsmode conformance (suites/)"), CertifyConfig)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    try:
-        default = load_target_profile(REFERENCE_PROFILE)
-        profiles = [
-            load_target_profile(resolve_profile(p)) for p in config.getoption("target_profile")
-        ]
-        targets = plan_targets(
-            list(config.getoption("target")),
-            profiles,
-            list(config.getoption("http_target")),
-            list(config.getoption("api_key")),
-            default_profile=default,
-            fallback_api_key=client_api_key(None),
-        )
-    except TargetProfileError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    targets = with_overrides(
-        targets, config.getoption("wsmode_model"), auth=bool(config.getoption("wsmode_auth"))
-    )
-    faults = {f for t in targets for f in t.faults}
-    if faults:
-        from reference_server.faults import check_fault_names
-
+    prepared = _handed_over(config)
+    if prepared is None:  # a plain `pytest suites` run
         try:
-            check_fault_names(faults)
-        except ValueError as exc:
+            prepared = prepare_run(
+                from_pytest(CertifyConfig, config),
+                _suites_dir(config),
+                invocation_dir=config.invocation_params.dir,
+            )
+        except (UsageError, TargetUnreachable) as exc:
             raise pytest.UsageError(str(exc)) from None
-    if not config.getoption("wsmode_checked"):
-        problem = check_before_run(targets)
-        if problem is not None:
-            raise pytest.UsageError(problem)
-    root = (
-        None if config.getoption("wsmode_no_report") else Path(config.getoption("wsmode_results"))
-    )
-    if root is not None and not root.is_absolute():
-        root = config.invocation_params.dir / root
-    config.stash[_STATE] = CertifyState(
-        targets=targets,
-        strict=bool(config.getoption("wsmode_strict")),
-        results_root=root,
-        label=str(config.getoption("wsmode_label")),
-        event_timeout_s=config.getoption("event_timeout"),
-        case_timeout_s=config.getoption("case_timeout"),
-        response_timeout_s=config.getoption("response_timeout"),
-        full_wire_log=bool(config.getoption("wsmode_full_wire_log")),
-        cases_expression=config.getoption("wsmode_cases"),
-    )
-    if config.getoption("wsmode_console"):
-        console = CertifyConsole(
-            sys.stdout,
-            verbose=bool(config.getoption("wsmode_verbose")),
-            strict=bool(config.getoption("wsmode_strict")),
-        )
-        config.stash[_STATE].console = console
-        config.pluginmanager.register(CollectionErrors(console), "wsmode-collection-errors")
+    config.stash[_STATE] = CertifyState(prepared)
+    if prepared.console is not None:
+        collection_errors = CollectionErrors(prepared.console)
+        config.pluginmanager.register(collection_errors, "wsmode-collection-errors")
+
+
+def _handed_over(config: pytest.Config) -> PreparedRun | None:
+    """The run `run_prepared` registered as a plugin, if this is one."""
+    plugins = config.pluginmanager.get_plugins()
+    return next((p for p in plugins if isinstance(p, PreparedRun)), None)
+
+
+def _suites_dir(config: pytest.Config) -> Path:
+    """The directory whose conftest loads this plugin (else the bundled suites)."""
+    for plugin in config.pluginmanager.get_plugins():
+        names = getattr(plugin, "pytest_plugins", ())
+        where = getattr(plugin, "__file__", None)
+        if where is not None and __name__ in ((names,) if isinstance(names, str) else names):
+            return Path(where).parent
+    return suites_dir()
 
 
 def _state(config: pytest.Config) -> CertifyState:
@@ -314,7 +221,7 @@ def ctx(request: pytest.FixtureRequest, wsmode_target: LiveTarget) -> CaseContex
         wsmode_target,
         event_timeout_s=event_s,
         case_timeout_s=case_budget_s(meta, profile, case_s, event_s),
-        response_timeout_s=state.response_timeout_s or profile.response_timeout_s,
+        response_timeout_s=state.config.response_timeout_s or profile.response_timeout_s,
         wire_max_chars=FULL_MAX_CHARS,  # whole; wire_log_for compacts what it writes
     )
     request.node.stash[_CTX] = context
@@ -324,8 +231,8 @@ def ctx(request: pytest.FixtureRequest, wsmode_target: LiveTarget) -> CaseContex
 def _timeouts(state: CertifyState, profile: TargetProfile) -> tuple[float, float]:
     """(event timeout, case timeout) of a target: the command line's, else its profile's."""
     return (
-        state.event_timeout_s or profile.event_timeout_s,
-        state.case_timeout_s or profile.case_timeout_s,
+        state.config.event_timeout_s or profile.event_timeout_s,
+        state.config.case_timeout_s or profile.case_timeout_s,
     )
 
 
@@ -343,16 +250,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(longest, func_only=True))
             # `-k` can select by case id, category or level: -k "5.1.cache and not lru"
             item.extra_keyword_matches.update((meta.id, meta.category, meta.level))
-    if state.cases_expression:
-        selected, deselected = select_cases(items, state.cases_expression)
-        if not any(_is_case(item) for item in selected):
-            raise pytest.UsageError(
-                f"-k {state.cases_expression!r} matches no case (wsmode certify --list shows "
-                "the cases)"
-            )
-        if deselected:
-            config.hook.pytest_deselected(items=deselected)
-            items[:] = selected
+    # the cases the run selected (`-k` was judged once, on the cases alone: runner.prepare)
+    wanted = {meta.id for meta in state.prepared.cases}
+    selected = [item for item in items if _case_id(item) in wanted or not _is_case(item)]
+    if state.config.keyword and not any(_is_case(item) for item in selected):
+        raise pytest.UsageError(
+            f"-k {state.config.keyword!r} matches no case (wsmode certify --list shows the cases)"
+        )
+    if len(selected) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in selected])
+        items[:] = selected
     items[:] = judges_first(items)
     if state.console is not None:
         state.console.start(sum(1 for item in items if _is_case(item)), len(state.targets))
@@ -375,25 +282,12 @@ def judges_first(items: list[pytest.Item]) -> list[pytest.Item]:
 
 
 def _is_case(item: pytest.Item) -> bool:
-    return isinstance(item, pytest.Function) and meta_of(item.function) is not None
+    return _case_id(item) is not None
 
 
-def select_cases(
-    items: list[pytest.Item], expression: str
-) -> tuple[list[pytest.Item], list[pytest.Item]]:
-    """Split `items` by a -k style expression judged on the cases alone (selection.py)."""
-    try:
-        compiled = compile_selection(expression)
-    except SelectionError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    selected: list[pytest.Item] = []
-    deselected: list[pytest.Item] = []
-    for item in items:
-        function = item.function if isinstance(item, pytest.Function) else None
-        meta = meta_of(function) if function is not None else None
-        keep = meta is None or function is None or matches(compiled, meta, function.__name__)
-        (selected if keep else deselected).append(item)
-    return selected, deselected
+def _case_id(item: pytest.Item) -> str | None:
+    meta = meta_of(item.function) if isinstance(item, pytest.Function) else None
+    return meta.id if meta is not None else None
 
 
 # -- running a case -----------------------------------------------------------------------------
@@ -461,7 +355,9 @@ def _record(state: CertifyState, context: CaseContext, result: CaseResult) -> No
             "started_at": context.started_at,
             "findings": [f.as_dict() for f in graded.findings],
             "notes": list(graded.notes),
-            "wire_log": wire_log_for(context.log.as_list(), verdict, full=state.full_wire_log),
+            "wire_log": wire_log_for(
+                context.log.as_list(), verdict, full=state.config.full_wire_log
+            ),
             **({"not_run": True} if not_run else {}),
             **({"setup_failed_in": result.setup_failed_in} if result.setup_failed_in else {}),
         }
@@ -538,6 +434,7 @@ def pytest_report_teststatus(
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = _state(session.config)
+    root = state.prepared.results_root
     results: list[dict[str, Any]] = []
     for planned in state.targets:
         run = state.runs.get(planned.name)
@@ -546,13 +443,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         result = build_result(run, state)
         results.append(result)
         paths: dict[str, Path] = {}
-        if state.results_root is not None:
-            directory = run_directory(state.results_root, planned.name, result["started_at"])
+        if root is not None:
+            directory = run_directory(root, planned.name, result["started_at"])
             paths = write_run(directory, result, strict=state.strict)
         state.written.append((result, paths))
-    if state.results_root is not None and len(results) > 1:
+    if root is not None and len(results) > 1:
         stamp = timestamp_slug(results[0]["started_at"])
-        state.matrix = write_matrix(state.results_root / "certify" / "_matrix" / stamp, results)
+        state.matrix = write_matrix(root / "certify" / "_matrix" / stamp, results)
     if any(
         is_failure(case["verdict"], strict=state.strict)
         for result in results
@@ -577,7 +474,7 @@ def build_result(run: TargetRun, state: CertifyState) -> dict[str, Any]:
     )
     result = new_result(
         "certify",
-        label=state.label,
+        label=state.config.label,
         target={
             "url": live.ws_url if live is not None else planned.spec.url,
             "name": planned.name,

@@ -6,10 +6,12 @@ embedded server runs), and checked once before the run (`check_before_run`).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.conformance.targets.profile import EMBEDDED, TargetProfile, TargetProfileError
+from harness.errors import UsageError
 from harness.transport.target_check import CheckTarget, check_targets_now
 
 _FAULT_NAME = re.compile(r"^[a-z0-9-]+$")
@@ -129,6 +131,29 @@ def _spread(values: list[str], n: int, option: str) -> list[str | None]:
     if len(values) != n:
         raise TargetProfileError(f"{option} given {len(values)} times for {n} targets")
     return list(values)
+
+
+def with_faults(targets: list[str], faults: Sequence[str]) -> list[str]:
+    """`--fault` as the targets say it: the embedded server (or each embedded target) with
+    every fault on, `embedded:a,b`. A fault for a remote target is a UsageError."""
+    if not faults:
+        return targets
+    if any(not t.startswith(EMBEDDED) for t in targets):
+        raise UsageError("--fault applies to the embedded reference server only")
+    joined = ",".join(faults)
+    return [f"{t}:{joined}" for t in targets] if targets else [f"{EMBEDDED}:{joined}"]
+
+
+def check_faults(targets: list[PlannedTarget]) -> None:
+    """Every fault a target names is one the reference server has (else a UsageError)."""
+    from reference_server.faults import check_fault_names
+
+    faults = {f for t in targets for f in t.faults}
+    if faults:
+        try:
+            check_fault_names(faults)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
 
 
 def with_overrides(

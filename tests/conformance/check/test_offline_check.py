@@ -163,8 +163,8 @@ def certified(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     profile.write_text(STREAMING_PROFILE)
     run = run_suites(
         root,
-        "--target", "embedded", "--target", "embedded:done-text-mismatch",
-        "--target-profile", str(profile), "--wsmode-full-wire-log",
+        "--wsmode-target", "embedded", "--wsmode-target", "embedded:done-text-mismatch",
+        "--wsmode-target-profile", str(profile), "--wsmode-full-wire-log",
         "-k", "test_text_grammar or test_queue_mid_stream or test_chain or test_sse_text",
     )  # fmt: skip
     assert run.returncode == 1, run.output  # the fault's own case fails

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.conformance.clients.catalogue import CASES, Timings, case_by_id
+from harness.conformance.clients.catalogue import CASES, case_by_id
+from harness.conformance.clients.client_config import Timings
 from harness.conformance.clients.client_runner import (
     CaseResult,
     ClientUnderTest,

@@ -13,7 +13,8 @@ from xml.etree import ElementTree as ET
 import openai
 import pytest
 
-from harness.conformance.clients.catalogue import CASES, Timings, case_by_id
+from harness.conformance.clients.catalogue import CASES, case_by_id
+from harness.conformance.clients.client_config import Timings
 from harness.conformance.clients.client_runner import run_cases
 from harness.conformance.clients.matrix import latest_results
 from harness.conformance.clients.profiles import client_from_profile, load_profile

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from harness.conformance.model.catalog import END, START, SUITES_DIR, load_suites, render
+from harness.conformance.model.catalog import END, START, render
+from harness.conformance.runner.suite_loader import SUITES_DIR, load_suites
 
 
 def test_the_readme_catalogue_is_the_generated_one() -> None:

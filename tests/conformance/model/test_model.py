@@ -94,8 +94,8 @@ def test_every_rule_has_a_level() -> None:
 
 
 def test_every_rule_is_judged_by_some_case() -> None:
-    from harness.conformance.model.catalog import load_suites
     from harness.conformance.model.rules import HARNESS_RULES
+    from harness.conformance.runner.suite_loader import load_suites
     from harness.protocol.accumulator import RULES
 
     declared = {rule for meta in load_suites() for rule in meta.rules}

@@ -117,7 +117,7 @@ def test_certify_merge_renders_one_matrix(tmp_path: Path, capsys: Any) -> None:
         path.write_text(dumps_result(make_result(name, verdicts)), encoding="utf-8")
         files.append(str(path))
     parser = argparse.ArgumentParser()
-    commands.add_arguments(parser)
+    commands.add_certify_options(parser)
     args = parser.parse_args(["--merge", *files, "--out", str(tmp_path / "m")])
     assert commands.main(args) == 0
     assert (tmp_path / "m" / "matrix.html").is_file()
@@ -126,20 +126,3 @@ def test_certify_merge_renders_one_matrix(tmp_path: Path, capsys: Any) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text("{}", encoding="utf-8")
     assert commands.main(parser.parse_args(["--merge", str(broken)])) == 2
-
-
-def test_certify_arguments_become_pytest_arguments() -> None:
-    parser = argparse.ArgumentParser()
-    commands.add_arguments(parser)
-    argv = commands.pytest_arguments(
-        parser.parse_args(["--fault", "cache-fifo", "--fault", "flat-error", "--strict"])
-    )
-    assert argv[argv.index("--target") + 1] == "embedded:cache-fifo,flat-error"
-    assert "--wsmode-strict" in argv
-    argv = commands.pytest_arguments(
-        parser.parse_args(["--target", "ws://h:1/v1/responses", "--api-key", "k", "-k", "ping"])
-    )
-    assert argv[argv.index("--api-key") + 1] == "k"
-    assert argv[argv.index("--wsmode-cases") + 1] == "ping" and "-k" not in argv
-    bad = parser.parse_args(["--target", "ws://h:1/v1/responses", "--fault", "cache-fifo"])
-    assert commands.main(bad) == 2

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from harness.conformance.model.catalog import load_suites
 from harness.conformance.runner.certify_console import CertifyConsole
+from harness.conformance.runner.suite_loader import load_suites
 from harness.conformance.targets.profile import (
     TargetProfileError,
     bundled_profiles,

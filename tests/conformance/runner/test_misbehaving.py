@@ -1,7 +1,7 @@
 """A target that stalls, closes, or sends garbage gets FAIL with its wire log; the run goes on.
 
 Each test starts a tiny misbehaving server on 127.0.0.1 (tests/conformance/servers.py) and runs
-a few suite cases against it in a subprocess, exactly as `pytest suites --target` would.
+a few suite cases against it in a subprocess, exactly as `pytest suites --wsmode-target` would.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ SELECTION = "test_upgrade or test_seq_from_zero or test_text_grammar or test_pin
 CASES = ("1.handshake.upgrade", "3.3.order.seq-from-zero", "3.3.lifecycle.text", "1.ws.ping")
 # Short enough to keep the stalled-target runs quick, long enough that a busy machine's canned
 # server (which answers at once) is never taken for a stalled one.
-FAST = ("--event-timeout", "5", "--case-timeout", "60")
+FAST = ("--wsmode-event-timeout", "5", "--wsmode-case-timeout", "60")
 
 
 # goes-silent: a black hole once the pre-run check got its answer (one from the start is a
@@ -25,7 +25,7 @@ FAST = ("--event-timeout", "5", "--case-timeout", "60")
 @pytest.mark.parametrize("mode", ["stall", "goes-silent"])
 def test_a_stalled_target_is_probed_and_the_rest_not_run(suites: Any, mode: str) -> None:
     with running(mode) as server:
-        run = suites("--target", server.url, "-k", SELECTION, *FAST)
+        run = suites("--wsmode-target", server.url, "-k", SELECTION, *FAST)
     assert run.returncode == 1, run.output
     cases = run.cases()
     assert set(cases) == set(CASES), "every selected case has a verdict, run or not"
@@ -55,7 +55,7 @@ def test_misbehaving_target_fails_with_wire_log(
     suites: Any, mode: str, rule: str, evidence: str
 ) -> None:
     with running(mode) as server:
-        run = suites("--target", server.url, "-k", SELECTION, *FAST)
+        run = suites("--wsmode-target", server.url, "-k", SELECTION, *FAST)
     assert run.returncode == 1, run.output
     cases = run.cases()
     assert set(cases) == set(CASES), "every selected case ran and has a verdict"
@@ -72,7 +72,7 @@ def test_misbehaving_target_fails_with_wire_log(
 def test_conformant_canned_target_passes_and_undeclared_is_unimplemented(suites: Any) -> None:
     selection = f"{SELECTION} or test_reasoning_grammar or test_lifetime or test_http_json"
     with running("ok") as server:
-        run = suites("--target", server.url, "-k", selection, *FAST)
+        run = suites("--wsmode-target", server.url, "-k", selection, *FAST)
     assert run.returncode == 0, run.output
     cases = run.cases()
     for case_id in CASES:
@@ -84,9 +84,9 @@ def test_conformant_canned_target_passes_and_undeclared_is_unimplemented(suites:
 
 def test_should_failure_is_non_strict_unless_strict(suites: Any) -> None:
     with running("usage-in-created") as server:
-        lenient = suites("--target", server.url, "-k", "test_created_snapshot", *FAST)
+        lenient = suites("--wsmode-target", server.url, "-k", "test_created_snapshot", *FAST)
         strict = suites(
-            "--target", server.url, "-k", "test_created_snapshot", "--wsmode-strict", *FAST
+            "--wsmode-target", server.url, "-k", "test_created_snapshot", "--wsmode-strict", *FAST
         )
     assert lenient.returncode == 0, lenient.output
     assert lenient.cases()["3.3.lifecycle.created-snapshot"]["verdict"] == "NON-STRICT"
@@ -96,7 +96,9 @@ def test_should_failure_is_non_strict_unless_strict(suites: Any) -> None:
 
 def test_several_targets_render_one_matrix(suites: Any) -> None:
     with running("ok") as good, running("stall") as bad:
-        run = suites("--target", good.url, "--target", bad.url, "-k", "test_upgrade", *FAST)
+        run = suites(
+            "--wsmode-target", good.url, "--wsmode-target", bad.url, "-k", "test_upgrade", *FAST
+        )
     assert run.returncode == 1
     assert len(run.reports) == 2
     matrix = list(run.root.glob("certify/_matrix/*/matrix.md"))
@@ -122,9 +124,9 @@ def test_targets_that_never_finish_end_the_run_with_a_report(suites: Any) -> Non
         running("dies") as dying,
     ):
         run = suites(
-            "--target", endless.url, "--target", drip.url, "--target", chatty.url,
-            "--target", dying.url,
-            "-k", SELECTION, "--event-timeout", "3", "--response-timeout", "3",
+            "--wsmode-target", endless.url, "--wsmode-target", drip.url,
+            "--wsmode-target", chatty.url, "--wsmode-target", dying.url,
+            "-k", SELECTION, "--wsmode-event-timeout", "3", "--wsmode-response-timeout", "3",
         )  # fmt: skip
     assert run.returncode == 1, run.output
     assert "INTERNALERROR" not in run.output
@@ -162,7 +164,7 @@ def test_each_finding_is_made_by_the_case_that_owns_its_rule(suites: Any) -> Non
         " or response.member-values or response.required-fields"
     )
     with running("quirks") as server:
-        run = suites("--target", server.url, "-k", selection, "--event-timeout", "5")
+        run = suites("--wsmode-target", server.url, "-k", selection, "--wsmode-event-timeout", "5")
     cases = run.cases()
     assert cases["4.3.not-found.socket-open"]["verdict"] == "PASS"
     assert "refused with code 'not_found'" in cases["4.3.not-found.socket-open"]["detail"]

@@ -12,7 +12,7 @@ from typing import Any
 
 from tests.conformance.servers import running
 
-FAST = ("--event-timeout", "0.5", "--case-timeout", "10")
+FAST = ("--wsmode-event-timeout", "0.5", "--wsmode-case-timeout", "10")
 FORMER_FALSE_FAILS = (
     "5.2.queue.fifo",
     "5.2.queue.mid-stream",
@@ -24,7 +24,7 @@ FORMER_FALSE_FAILS = (
 def test_gateway_like_target_has_no_false_fails(suites: Any) -> None:
     selection = " or ".join((*FORMER_FALSE_FAILS, "2.1.generate-false.warmup", "3.2.sdk.event"))
     with running("gateway") as server:
-        run = suites("--target", server.url, "-k", selection, *FAST)
+        run = suites("--wsmode-target", server.url, "-k", selection, *FAST)
     cases = run.cases()
     for case_id in FORMER_FALSE_FAILS:
         assert cases[case_id]["verdict"] == "PASS", (case_id, cases[case_id]["detail"])
@@ -55,7 +55,7 @@ def _not_run_invariants(report: dict[str, Any]) -> dict[str, Any]:
 
 def test_black_hole_target_ends_with_the_rest_not_run(suites: Any) -> None:
     with running("goes-silent") as server:  # a black hole once the pre-run check got its answer
-        run = suites("--target", server.url, *FAST)
+        run = suites("--wsmode-target", server.url, *FAST)
     assert run.returncode == 1, run.output
     stopped = _not_run_invariants(run.report())
     assert "no terminal event" in stopped["reason"] or "no frame" in stopped["reason"]
@@ -65,7 +65,7 @@ def test_black_hole_target_ends_with_the_rest_not_run(suites: Any) -> None:
 
 def test_error_swallowing_target_ends_with_the_rest_not_run(suites: Any) -> None:
     with running("swallow-errors") as server:
-        run = suites("--target", server.url, *FAST)
+        run = suites("--wsmode-target", server.url, *FAST)
     assert run.returncode == 1, run.output
     stopped = _not_run_invariants(run.report())
     assert "errors swallowed" in stopped["reason"]
@@ -76,7 +76,7 @@ def test_error_swallowing_target_ends_with_the_rest_not_run(suites: Any) -> None
 def test_a_slow_but_correct_target_passes_within_its_event_timeout(suites: Any) -> None:
     selection = "1.handshake.upgrade or 3.3.lifecycle.text or 5.2.queue.fifo"
     with running("slow") as server:
-        run = suites("--target", server.url, "-k", selection, "--event-timeout", "2")
+        run = suites("--wsmode-target", server.url, "-k", selection, "--wsmode-event-timeout", "2")
     assert run.returncode == 0, run.output
     report = run.report()
     assert "stopped" not in report["certify"]
@@ -85,7 +85,7 @@ def test_a_slow_but_correct_target_passes_within_its_event_timeout(suites: Any) 
 
 def test_k_selects_cases_never_the_target_by_its_name(suites: Any) -> None:
     # pytest's own -k would match every case of the target named "reference"
-    run = suites("--wsmode-cases", "1.ws.ping or reference", "--wsmode-model", "wsmode-other")
+    run = suites("--wsmode-keyword", "1.ws.ping or reference", "--wsmode-model", "wsmode-other")
     assert run.returncode == 0, run.output
     assert set(run.cases()) == {"1.ws.ping"}
     assert run.report()["config"]["model"] == "wsmode-other"  # --model, shown in the report
