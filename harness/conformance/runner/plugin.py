@@ -250,15 +250,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(longest, func_only=True))
             # `-k` can select by case id, category or level: -k "5.1.cache and not lru"
             item.extra_keyword_matches.update((meta.id, meta.category, meta.level))
-    # the cases the run selected (`-k` was judged once, on the cases alone: runner.prepare)
-    wanted = {meta.id for meta in state.prepared.cases}
-    selected = [item for item in items if _case_id(item) in wanted or not _is_case(item)]
+    # the cases the run selected (`-k` was judged once, on the cases alone: runner.prepare);
+    # what is no case (None) stays
+    keep = {None, *(meta.id for meta in state.prepared.cases)}
+    selected: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
+    for item in items:
+        (selected if _case_id(item) in keep else deselected).append(item)
     if state.config.keyword and not any(_is_case(item) for item in selected):
         raise pytest.UsageError(
             f"-k {state.config.keyword!r} matches no case (wsmode certify --list shows the cases)"
         )
-    if len(selected) < len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item not in selected])
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
         items[:] = selected
     items[:] = judges_first(items)
     if state.console is not None:
