@@ -296,7 +296,7 @@ class CertifyCommand:
 
 
 def merge(paths: list[str], out: Path | None, results_root: str) -> int:
-    from harness.conformance.reports.certificate import (
+    from harness.conformance.certificates.documents import (
         render_matrix_markdown,
         terminal_matrix,
         write_matrix,

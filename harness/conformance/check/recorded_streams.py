@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from harness.conformance.reports.wirelog_compact import LOSSY_MARKS, expand_entries
+from harness.conformance.certificates.wirelog_compact import LOSSY_MARKS, expand_entries
 from harness.errors import InputError
 from harness.transport.sse_wire import SseParser, block_fields
 

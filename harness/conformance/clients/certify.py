@@ -9,6 +9,8 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.conformance.certificates.documents import run_directory, write_run
+from harness.conformance.certificates.summary import counts_line
 from harness.conformance.clients.catalogue import CASES, ClientCase
 from harness.conformance.clients.client_config import Timings
 from harness.conformance.clients.client_runner import (
@@ -19,8 +21,6 @@ from harness.conformance.clients.client_runner import (
 )
 from harness.conformance.clients.matrix import write_client_matrix
 from harness.conformance.model.verdict import is_failure
-from harness.conformance.reports.certificate import run_directory, write_run
-from harness.conformance.reports.summary import counts_line
 from harness.progress import MAX_COLUMNS
 from harness.results.schema import utc_now_iso
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.conformance.certificates.wirelog import WireLog
+from harness.conformance.certificates.wirelog_compact import wire_log_for
 from harness.conformance.clients.catalogue import CASES, ClientCase
 from harness.conformance.clients.client_config import Timings
 from harness.conformance.clients.contract import (
@@ -33,8 +35,6 @@ from harness.conformance.clients.contract import (
 from harness.conformance.clients.judging import Evidence, common_checks
 from harness.conformance.clients.observed import ServerWatch
 from harness.conformance.model.verdict import Outcome, Verdict, decide_verdict, detail_text
-from harness.conformance.reports.wirelog import WireLog
-from harness.conformance.reports.wirelog_compact import wire_log_for
 from harness.results.schema import finish_result, new_result, utc_now_iso
 
 API_KEY = "sk-wsmode-client-certification"  # the case servers' only key; never a real one

@@ -8,7 +8,7 @@ findings and where its wire log is), then per target the summary, and the verdic
 last. Cases not run because the target does not declare what they need (UNIMPLEMENTED) are
 counted by reason in the summary, one line each only with `--verbose`. `pytest suites` run
 directly keeps pytest's own output and the plugin's terminal summary
-(reports.certificate.terminal_summary).
+(certificates.documents.terminal_summary).
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from typing import Any, Final, TextIO
 
 import pytest
 
-from harness.conformance.model.verdict import CATEGORIES, is_failure
-from harness.conformance.reports.certificate import case_anchor, category_table
-from harness.conformance.reports.summary import (
+from harness.conformance.certificates.documents import case_anchor, category_table
+from harness.conformance.certificates.summary import (
     counts_line,
     partial_line,
     reading_order,
@@ -31,6 +30,7 @@ from harness.conformance.reports.summary import (
     stopped_line,
     target_line,
 )
+from harness.conformance.model.verdict import CATEGORIES, is_failure
 from harness.progress import Progress, console_width, fit
 
 VERDICT_WIDTH: Final = 13  # UNIMPLEMENTED, INFORMATIONAL

@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NoReturn
 
+from harness.conformance.certificates.wirelog import DEFAULT_MAX_CHARS, WireLog
 from harness.conformance.judges.case_exchange import CaseExchange, RecordingStream
 from harness.conformance.judges.fifo import judge_fifo
 from harness.conformance.judges.sdk_opinion import SdkReport, check_stream
 from harness.conformance.model.rules import rule_level
 from harness.conformance.model.verdict import CaseMeta, Finding, Outcome, unique
-from harness.conformance.reports.wirelog import DEFAULT_MAX_CHARS, WireLog
 from harness.conformance.runner import bodies
 from harness.conformance.runner.recording import RecordingHttp, RecordingWsClient, SseStream
 from harness.conformance.targets.plan import LiveTarget

@@ -35,6 +35,16 @@ from typing import Any
 import pytest
 
 from harness.bundled import suites_dir
+from harness.conformance.certificates.documents import (
+    run_directory,
+    terminal_matrix,
+    terminal_summary,
+    write_matrix,
+    write_run,
+)
+from harness.conformance.certificates.summary import offered_version, partial_of
+from harness.conformance.certificates.wirelog import FULL_MAX_CHARS
+from harness.conformance.certificates.wirelog_compact import wire_log_for
 from harness.conformance.judges.sdk_opinion import sdk_version, warm_up
 from harness.conformance.model.cases import meta_of
 from harness.conformance.model.verdict import (
@@ -44,16 +54,6 @@ from harness.conformance.model.verdict import (
     detail_text,
     is_failure,
 )
-from harness.conformance.reports.certificate import (
-    run_directory,
-    terminal_matrix,
-    terminal_summary,
-    write_matrix,
-    write_run,
-)
-from harness.conformance.reports.summary import offered_version, partial_of
-from harness.conformance.reports.wirelog import FULL_MAX_CHARS
-from harness.conformance.reports.wirelog_compact import wire_log_for
 from harness.conformance.runner.case_runner import (
     CaseResult,
     RunLedger,

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.conformance.reports.wirelog import WireLog
+from harness.conformance.certificates.wirelog import WireLog
 from harness.errors import TransportError
 from harness.protocol import wire
 from harness.transport.failures import HttpStatusError, TargetClosed, TargetTimeout

@@ -183,7 +183,7 @@ def _verdicts(path: Path) -> dict[tuple[str, int], tuple[str, list[str]]]:
 def test_check_reads_certify_reports_and_compact_logs_judge_as_full_ones(
     certified: list[dict[str, Any]], tmp_path: Path
 ) -> None:
-    from harness.conformance.reports.wirelog_compact import wire_log_for
+    from harness.conformance.certificates.wirelog_compact import wire_log_for
 
     for number, result in enumerate(certified):
         full = tmp_path / f"full{number}.json"

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from harness.conformance.reports.wirelog import (
+from harness.conformance.certificates.wirelog import (
     DEFAULT_MAX_CHARS,
     LONG_FIELD_CHARS,
     clip,

@@ -1,5 +1,5 @@
-"""The certificate: report.json (the versioned results schema), report.html, junit.xml, and the
-cases × implementations matrix (HTML + Markdown), plus the terminal summary tables.
+"""A certificate's documents: report.json (the versioned results schema), report.html,
+junit.xml, and the cases × implementations matrix (HTML + Markdown), plus the terminal tables.
 
 report.json is a `wsmode-results` v1 certify result; each case carries, beyond the schema's
 required fields, `category`, `findings`, `notes`, `started_at` and `wire_log` (every frame with
@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 from xml.etree import ElementTree as ET
 
-from harness.conformance.model.verdict import CATEGORIES
-from harness.conformance.reports.summary import (
+from harness.conformance.certificates.summary import (
     RootCause,
     counts_line,
     level_count,
@@ -27,7 +26,8 @@ from harness.conformance.reports.summary import (
     stopped_line,
     target_line,
 )
-from harness.conformance.reports.wirelog import DEFAULT_MAX_CHARS, format_entries, shorten_json
+from harness.conformance.certificates.wirelog import DEFAULT_MAX_CHARS, format_entries, shorten_json
+from harness.conformance.model.verdict import CATEGORIES
 from harness.results.page import html_page
 from harness.results.schema import VERDICTS, dumps_result
 from harness.results.store import slug, timestamp_slug

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.conformance.reports.certificate import render_html, terminal_summary
-from harness.conformance.reports.summary import (
+from harness.conformance.certificates.documents import render_html, terminal_summary
+from harness.conformance.certificates.summary import (
     counts_line,
     offered_version,
     reading_order,
@@ -13,7 +13,7 @@ from harness.conformance.reports.summary import (
     root_causes,
     stopped_line,
 )
-from tests.conformance.reports.test_certificate import make_case, make_result
+from tests.conformance.certificates.test_documents import make_case, make_result
 
 MODEL_MISSING = "the text response: refused with an error event (status 404, code model_not_found)"
 

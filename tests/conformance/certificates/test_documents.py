@@ -8,7 +8,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from harness.conformance import commands
-from harness.conformance.reports.certificate import (
+from harness.conformance.certificates.documents import (
     render_html,
     render_junit,
     render_matrix_markdown,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.conformance.reports.wirelog import clip, shorten_json
-from harness.conformance.reports.wirelog_compact import (
+from harness.conformance.certificates.wirelog import clip, shorten_json
+from harness.conformance.certificates.wirelog_compact import (
     collapse_deltas,
     compact_entries,
     expand_entries,

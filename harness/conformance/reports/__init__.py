@@ -1,1 +1,0 @@
-"""The certificate (report.json/html/md, junit.xml, the matrix) and the wire logs in it."""
