@@ -28,13 +28,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from harness.protocol.items import item_text
 from harness.protocol.tokenizer import count_tokens
-
-if TYPE_CHECKING:
-    from harness.conformance.runner.context import CaseContext
 
 TEMPLATE_SLACK_TOKENS = 4
 
@@ -118,8 +115,18 @@ def measure(
     )
 
 
+class Judged(Protocol):
+    """Where a judgement goes: the case's context (runner.context.CaseContext)."""
+
+    def check(self, condition: bool, rule_id: str, message: str) -> bool: ...
+
+    def note(self, message: str) -> None: ...
+
+    def inform(self, message: str) -> None: ...
+
+
 def expect_context_carried(
-    ctx: CaseContext,
+    ctx: Judged,
     parent: Mapping[str, Any],
     continuation: Mapping[str, Any],
     new_input: Any,
