@@ -7,15 +7,15 @@ or the reference server's own condition. Each class is defined where it is raise
     WsmodeError
     ├── UsageError                       the command cannot run as asked
     │   ├── BundledDataMissing           harness.bundled: neither the wheel nor a checkout has it
-    │   ├── SelectionError               harness.conformance.selection: a -k expression unusable
-    │   ├── TargetProfileError           harness.conformance.target_profile: a bad target profile
+    │   ├── SelectionError               harness.conformance.model.selection: a -k unusable
+    │   ├── TargetProfileError           harness.conformance.targets.profile: a bad profile
     │   ├── ClientProfileError           harness.conformance.clients.profiles: a client unusable
     │   └── CostProfileError             reference_server.engine.cost_profile: a bad cost profile
     ├── InputError                       a file or document given to wsmode cannot be used
     │   ├── TraceFormatError             harness.traces.parse: an unusable trace or source file
     │   ├── ResultsSchemaError           harness.results.schema: a results file that is not valid
     │   ├── GateInputError               harness.report.gate: gate inputs that cannot be compared
-    │   ├── UnreadableInput              harness.conformance.recorded_streams: unreadable by check
+    │   ├── UnreadableInput              harness.conformance.check.recorded_streams: not readable
     │   └── ReportLineError              harness.conformance.clients.contract: not a turn report
     ├── ProtocolError                    a protocol message broke a rule or cannot be served
     │   ├── RuleBroken                   harness.protocol.errors: a grammar rule (`rule_id`)
@@ -33,17 +33,18 @@ or the reference server's own condition. Each class is defined where it is raise
     │   └── UnsatisfiableSchema          reference_server.engine.argsynth: no value fits a schema
     ├── TransportError                   a connection refused, closed, stalled or garbled
     │   ├── TargetTimeout                harness.transport.failures: a bounded wait ran out
-    │   │   ├── NoTerminal               harness.conformance.context: a response that never ends
+    │   │   ├── NoTerminal               harness.conformance.runner.context: never ended
     │   │   └── TargetSilent             harness.transport.exchange: no event within event timeout
     │   ├── TargetClosed, HttpStatusError, GarbageFrame          harness.transport.failures
     │   │   └── FrameTooLarge            a frame over the client's limit (closed with 1009)
     │   └── ClientGone                   reference_server.ws_session: the client went away
     ├── TargetError                      a target, or a process wsmode runs, did not do its part
-    │   ├── CaseFailed                   harness.conformance.context: a case ends early, failed
+    │   ├── CaseFailed                   harness.conformance.runner.context: failed early
     │   │   └── PreconditionNotMet       the target could not be brought into the case's state
     │   │       └── SetupNotRun          a setup the case needs failed in another case: not run
-    │   ├── Unimplemented                harness.conformance.context: the target lacks a capability
-    │   ├── TargetStopped                harness.conformance.liveness: the target stopped answering
+    │   ├── Unimplemented                harness.conformance.runner.context: lacks a capability
+    │   ├── TargetStopped                harness.conformance.runner.context: target went silent
+    │   ├── TargetUnreachable            harness.conformance.runner.prepare: failed pre-run check
     │   ├── EmbeddedServerError          harness.load.bench.embedded_server: `serve` did not start
     │   ├── LoadProcessError             harness.load.fixed_load_run: a client process died
     │   ├── EngineMetricsError           harness.load.engine_metrics: the metrics page unreadable

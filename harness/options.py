@@ -68,6 +68,8 @@ class Option:
     # the default as the help says it; None: computed from the field's default
     shown: str | None = None
     alternatives: tuple[Alternative, ...] = ()
+    # options naming the same `exclusive` exclude each other on the command line
+    exclusive: str = ""
 
     @property
     def positional(self) -> bool:
@@ -88,6 +90,7 @@ def cli(
     to_field: Callable[[Any], Any] | None = None,
     shown: str | None = None,
     alternatives: Sequence[Alternative] = (),
+    exclusive: str = "",
 ) -> Mapping[str, Option]:
     """The `metadata` of a field that is a command-line option."""
     if not flags:
@@ -106,6 +109,7 @@ def cli(
         to_field,
         shown,
         tuple(alternatives),
+        exclusive,
     )
     return {_KEY: option}
 
@@ -208,9 +212,15 @@ class _Adder(Protocol):
     def add_argument(self, *flags: str, **kwargs: Any) -> argparse.Action: ...
 
 
+def _exclusive_group(where: _Adder) -> _Adder:
+    group: _Adder = where.add_mutually_exclusive_group()  # type: ignore[attr-defined]
+    return group
+
+
 def add_options(parser: argparse.ArgumentParser, *classes: type[Any]) -> None:
     """Add every option of `classes` to `parser`, each in its group (made once, in order)."""
     groups: dict[str, _Adder] = {g.title: g for g in parser._action_groups if g.title is not None}
+    exclusives: dict[str, _Adder] = {}
     for cls in classes:
         for item, option in declared(cls):
             where: _Adder = parser
@@ -218,8 +228,12 @@ def add_options(parser: argparse.ArgumentParser, *classes: type[Any]) -> None:
                 if option.group not in groups:
                     groups[option.group] = parser.add_argument_group(option.group)
                 where = groups[option.group]
-            if option.alternatives:
-                where = where.add_mutually_exclusive_group()  # type: ignore[attr-defined]
+            if option.exclusive:
+                if option.exclusive not in exclusives:
+                    exclusives[option.exclusive] = _exclusive_group(where)
+                where = exclusives[option.exclusive]
+            elif option.alternatives:
+                where = _exclusive_group(where)
             action = where.add_argument(*option.flags, **_argparse_kwargs(item, option))
             setattr(action, DECLARED_ATTR, True)
             for alternative in option.alternatives:
@@ -283,13 +297,18 @@ class _PytestGroup(Protocol):
 
 
 def add_pytest_options(group: _PytestGroup, *classes: type[Any]) -> None:
-    """Add every option of `classes` to a pytest option group, each as `--wsmode-<name>`."""
+    """Add every option of `classes` to a pytest option group, each as `--wsmode-<name>`.
+
+    Not given, an option reads None (`from_pytest`: the field's default): pytest fills its
+    namespace with every option's default before parsing, and an `append` needs a list or None.
+    """
     for cls in classes:
         for item, option in declared(cls):
             if option.positional:
                 raise TypeError(f"{cls.__name__}.{item.name}: a plugin takes no positional")
             kwargs = _argparse_kwargs(item, option)
             kwargs["dest"] = pytest_dest(item, option)
+            kwargs["default"] = None
             group.addoption(pytest_flag(option, item), **kwargs)
             for alternative in option.alternatives:
                 group.addoption(
@@ -297,7 +316,7 @@ def add_pytest_options(group: _PytestGroup, *classes: type[Any]) -> None:
                     dest=pytest_dest(item, option),
                     action="store_const",
                     const=alternative.const,
-                    default=argparse.SUPPRESS,
+                    default=None,
                     help=alternative.help,
                 )
 
@@ -307,10 +326,14 @@ class _PytestConfig(Protocol):
 
 
 def from_pytest(cls: type[T], config: _PytestConfig, **overrides: Any) -> T:
-    """`cls` filled from a pytest run's options (added by `add_pytest_options`)."""
-    return from_values(
-        cls, lambda dest: config.getoption("wsmode_" + dest, argparse.SUPPRESS), **overrides
-    )
+    """`cls` filled from a pytest run's options (added by `add_pytest_options`; one not given
+    reads None, and the field keeps its default)."""
+
+    def value_of(dest: str) -> Any:
+        value = config.getoption("wsmode_" + dest, None)
+        return argparse.SUPPRESS if value is None else value
+
+    return from_values(cls, value_of, **overrides)
 
 
 # -- value types: each raises argparse.ArgumentTypeError, which argparse says as the option's error

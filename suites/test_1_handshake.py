@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from harness.conformance import bodies
-from harness.conformance.cases import case
-from harness.conformance.context import CaseContext
+from harness.conformance.model.cases import case
+from harness.conformance.runner import bodies
+from harness.conformance.runner.context import CaseContext
 from harness.transport.failures import HttpStatusError, TargetClosed, TargetTimeout
 
 REFUSAL_CLOSE_CODES = (1003, 1007, 1008)  # unsupported data, invalid payload, policy

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.conformance import bodies
-from harness.conformance.case_exchange import CaseExchange
-from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, Conn
-from harness.conformance.response_members import MEMBER_RULES, member_problems
+from harness.conformance.judges.case_exchange import CaseExchange
+from harness.conformance.judges.response_members import MEMBER_RULES, member_problems
+from harness.conformance.model.cases import case
+from harness.conformance.runner import bodies
+from harness.conformance.runner.context import CaseContext, Conn
 from harness.protocol.events import TERMINAL_TYPES
 
 SCHEMA_RULES = ("event.schema", "event.legacy_fields")

@@ -7,11 +7,11 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from harness.conformance import bodies
-from harness.conformance.carried import expect_context_carried
-from harness.conformance.case_exchange import CaseExchange
-from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, Conn
+from harness.conformance.judges.carried import expect_context_carried
+from harness.conformance.judges.case_exchange import CaseExchange
+from harness.conformance.model.cases import case
+from harness.conformance.runner import bodies
+from harness.conformance.runner.context import CaseContext, Conn
 from harness.protocol.items import item_text
 
 NOT_FOUND = "previous_response_not_found"

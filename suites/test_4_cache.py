@@ -4,11 +4,11 @@ what every continuation must resolve to, and each step is compared with the pred
 
 from __future__ import annotations
 
-from harness.conformance import bodies
-from harness.conformance.case_exchange import CaseExchange
-from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, Conn
-from harness.conformance.twin import CacheTwin
+from harness.conformance.judges.cache_twin import CacheTwin
+from harness.conformance.judges.case_exchange import CaseExchange
+from harness.conformance.model.cases import case
+from harness.conformance.runner import bodies
+from harness.conformance.runner.context import CaseContext, Conn
 from harness.protocol.cache import Resolution
 
 NOT_FOUND = "previous_response_not_found"

@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 
-from harness.conformance import bodies
-from harness.conformance.case_exchange import CaseExchange
-from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, Conn
-from harness.conformance.fifo import order_fields
+from harness.conformance.judges.case_exchange import CaseExchange
+from harness.conformance.judges.fifo import order_fields
+from harness.conformance.model.cases import case
+from harness.conformance.runner import bodies
+from harness.conformance.runner.context import CaseContext, Conn
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.events import TERMINAL_TYPES
 from harness.protocol.stream import RequestError

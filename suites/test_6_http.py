@@ -7,10 +7,10 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from harness.conformance import bodies
-from harness.conformance.case_exchange import answered
-from harness.conformance.cases import case
-from harness.conformance.context import CaseContext
+from harness.conformance.judges.case_exchange import answered
+from harness.conformance.model.cases import case
+from harness.conformance.runner import bodies
+from harness.conformance.runner.context import CaseContext
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.events import TERMINAL_TYPES
 

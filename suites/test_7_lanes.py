@@ -11,11 +11,11 @@ exchange at a time, and judge order by arrival position, never by timestamps.
 
 from __future__ import annotations
 
-from harness.conformance import bodies
-from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, Conn, LaneAnswer, LaneTraffic
-from harness.conformance.fifo import order_fields
-from harness.conformance.target_profile import DOCUMENTED_MAX_LANES
+from harness.conformance.judges.fifo import order_fields
+from harness.conformance.model.cases import case
+from harness.conformance.runner import bodies
+from harness.conformance.runner.context import CaseContext, Conn, LaneAnswer, LaneTraffic
+from harness.conformance.targets.profile import DOCUMENTED_MAX_LANES
 from harness.transport.failures import TargetTimeout
 
 ACTIVE_LIMIT = 16  # responses generating at once per connection; extras are queued (§5.2)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.conformance import bodies
-from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, Conn
+from harness.conformance.model.cases import case
+from harness.conformance.runner import bodies
+from harness.conformance.runner.context import CaseContext, Conn
 from harness.transport.failures import TargetTimeout
 
 CODEX_ROUNDS = 4  # three tool rounds (tool_choice required), then a final answer

@@ -1,7 +1,7 @@
 """The API surface around the stream, as clients meet it: the upgrade answers of PROTOCOL.md §1.1,
 the input shapes of §2.1.1 and compaction (§5.4). Each rule names its evidence
-(harness/conformance/rules.py); levels follow it: what rests on a client's behaviour and gateways
-is SHOULD, what the SDK types and the peer suite (Open Responses) require is MUST.
+(harness/conformance/model/rules.py); levels follow it: what rests on a client's behaviour and
+gateways is SHOULD, what the SDK types and the peer suite (Open Responses) require is MUST.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.conformance import bodies
-from harness.conformance.cases import case
-from harness.conformance.context import CaseContext
+from harness.conformance.model.cases import case
+from harness.conformance.runner import bodies
+from harness.conformance.runner.context import CaseContext
 from harness.transport.failures import HttpStatusError
 
 # A 1x1 PNG as a data URL: the inline image every image-taking model accepts.

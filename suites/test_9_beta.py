@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.conformance import bodies
-from harness.conformance.cases import case
-from harness.conformance.context import CaseContext, Conn, PreconditionNotMet, describe_error
+from harness.conformance.model.cases import case
+from harness.conformance.runner import bodies
+from harness.conformance.runner.context import CaseContext, Conn, PreconditionNotMet, describe_error
 from harness.errors import TransportError
 from harness.protocol.beta import (
     BETA_CLIENT_EVENT_TYPES,

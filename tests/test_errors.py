@@ -79,6 +79,6 @@ def test_every_error_belongs_to_one_family() -> None:
 
 
 def test_unreadable_input_is_a_wsmode_error() -> None:
-    from harness.conformance.offline_check import UnreadableInput
+    from harness.conformance.check.offline_check import UnreadableInput
 
     assert issubclass(UnreadableInput, harness.errors.WsmodeError)

@@ -4,8 +4,10 @@ config; the commands hold to it."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +20,7 @@ from harness.options import (
     cli,
     declared,
     from_args,
-    from_values,
+    from_pytest,
     help_text,
     nested,
     positive_float,
@@ -28,7 +30,7 @@ from harness.usage import CommandParser
 
 _STATES_A_DEFAULT = re.compile(r"\(default|default\s*[:=%0-9]|by default|defaults to", re.I)
 # The commands whose every option is a declaration (a field of the config it fills).
-DECLARED_COMMANDS = ("serve",)
+DECLARED_COMMANDS = ("serve", "certify", "certify-client")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class Sample:
     scale: float = field(default=1.5, metadata=cli("--scale", type=positive_float, help="x"))
     inner: Inner = field(default_factory=Inner, metadata=nested("deep"))
     salt: str = "not an option"
+    pattern: str | None = field(default=None, metadata=cli("-k", dest="keyword", help="select"))
 
 
 def _parse(*argv: str) -> Sample:
@@ -131,8 +134,61 @@ def test_a_pytest_plugin_reads_the_same_table_under_one_prefix() -> None:
     group = Group()
     add_pytest_options(group, Sample)
     parsed = group.parser.parse_args(["--wsmode-port", "9", "--wsmode-no-script"])
-    sample = from_values(Sample, lambda dest: getattr(parsed, "wsmode_" + dest, argparse.SUPPRESS))
+
+    class Config:  # pytest's Config.getoption
+        def getoption(self, name: str, default: object = None) -> object:
+            return getattr(parsed, name, default)
+
+    sample = from_pytest(Sample, Config())
     assert (sample.port, sample.script, sample.inner) == (9, False, Inner())
+
+
+@dataclass(frozen=True)
+class Who:
+    client: str | None = field(default=None, metadata=cli("--client", exclusive="who", help="c"))
+    adapter: str | None = field(default=None, metadata=cli("--adapter", exclusive="who", help="a"))
+
+
+def test_exclusive_options_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = CommandParser(prog="who")
+    add_options(parser, Who)
+    assert from_args(Who, parser.parse_args(["--adapter", "x"])) == Who(adapter="x")
+    with pytest.raises(SystemExit) as exit_:
+        parser.parse_args(["--client", "c", "--adapter", "a"])
+    assert exit_.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+class _SamplePlugin:
+    """A pytest plugin on the Sample table: what a real pytest run parses."""
+
+    def __init__(self) -> None:
+        self.samples: list[Sample] = []
+
+    def pytest_addoption(self, parser: pytest.Parser) -> None:
+        add_pytest_options(parser.getgroup("sample"), Sample)
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self.samples.append(from_pytest(Sample, config))
+
+
+def test_a_real_pytest_run_fills_the_table_from_its_options(tmp_path: Path) -> None:
+    (tmp_path / "test_nothing.py").write_text("def test_nothing() -> None:\n    pass\n")
+    base = [str(tmp_path), "-q", "-p", "no:cacheprovider", "-c", os.devnull]
+    plugin = _SamplePlugin()
+    given = ["--wsmode-key", "a", "--wsmode-key", "b", "--wsmode-fast", "--wsmode-no-script"]
+    given += ["--wsmode-keyword", "ping", "--wsmode-depth", "2", "--wsmode-no-websocket"]
+    assert pytest.main([*base, *given], plugins=[plugin]) == 0
+    assert pytest.main(base, plugins=[plugin]) == 0
+    first, second = plugin.samples
+    assert (first.keys, first.fast, first.script, first.pattern) == (
+        ("a", "b"),
+        True,
+        False,
+        "ping",
+    )
+    assert (first.inner, first.websocket, first.port) == (Inner(2), False, 8000)
+    assert second == Sample()  # nothing given: every field's default
 
 
 def _subcommand(name: str) -> argparse.ArgumentParser:

@@ -26,19 +26,21 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import sys
 import textwrap
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.bundled import suites_dir
-from harness.usage import API_KEY_ENV, EXIT_USAGE, CommandParser, client_api_key, usage_error
+from harness.conformance.runner.certify_config import CASES, OUTPUT, CertifyConfig
+from harness.errors import UsageError
+from harness.options import add_options, cli, from_args
+from harness.usage import EXIT_USAGE, CommandParser, usage_error
 
 if TYPE_CHECKING:
-    from harness.conformance.model import CaseMeta
+    from harness.conformance.model.verdict import CaseMeta
 
 SUITES_DIR = suites_dir()
 # the commands their usage errors name
@@ -80,29 +82,9 @@ def _register_certify_client(
         help="certify a client of WebSocket mode against scripted server behaviours",
         description=CERTIFY_CLIENT_DOC,
     )
-    who = parser.add_mutually_exclusive_group()
-    who.add_argument("--client", metavar="NAME", help="a bundled client profile (suites/clients)")
-    who.add_argument("--adapter", metavar="COMMAND", help="an adapter command (shell words)")
-    parser.add_argument("--name", default=None, help="--adapter: the client's name in reports")
-    parser.add_argument("--version-label", default=None, metavar="V", help="the client's version")
-    parser.add_argument("-k", dest="keyword", default=None, metavar="EXPR", help="select cases")
-    parser.add_argument("--list", action="store_true", help="list the cases and exit")
-    parser.add_argument("--matrix", action="store_true", help="only re-render the client matrix")
-    parser.add_argument("--jobs", type=int, default=1, help="cases run side by side (default 1)")
-    parser.add_argument(
-        "--slow-ttft-s", type=float, default=20.0, help="the slow-TTFT case's first-token delay"
-    )
-    parser.add_argument(
-        "--lifetime-s", type=float, default=1.0, help="the shortened connection lifetime"
-    )
-    parser.add_argument(
-        "--case-timeout-s", type=float, default=30.0, help="each case's bound beyond its waits"
-    )
-    parser.add_argument("--strict", action="store_true", help="NON-STRICT verdicts fail the run")
-    parser.add_argument("--results", default="results", metavar="DIR", help="results root")
-    parser.add_argument("--label", default="certify-client", help="the label of the results file")
-    parser.add_argument("--no-report", action="store_true", help="write no report files")
-    parser.add_argument("--full-wire-log", action="store_true", help="keep every frame")
+    from harness.conformance.clients.client_config import CertifyClientConfig
+
+    add_options(parser, CertifyClientConfig)
     parser.set_defaults(handler=certify_client_main)
 
 
@@ -110,50 +92,51 @@ def certify_client_main(args: argparse.Namespace) -> int:
     import shlex
 
     from harness.conformance.clients import certify
-    from harness.conformance.clients.catalogue import Timings
+    from harness.conformance.clients.client_config import CertifyClientConfig
+    from harness.conformance.clients.client_runner import ClientUnderTest, select_cases
     from harness.conformance.clients.profiles import (
         ClientProfileError,
         client_from_profile,
         load_profile,
     )
-    from harness.conformance.clients.runner import ClientUnderTest, select_cases
 
-    results_root = Path(args.results)
-    if args.list:
+    config = from_args(CertifyClientConfig, args)
+    results_root = Path(config.results)
+    if config.list_cases:
         print(certify.case_list())
         return 0
-    if args.matrix:
+    if config.matrix:
         certify.print_matrix(results_root / "clients")
         return 0
-    cases = select_cases(args.keyword)
+    cases = select_cases(config.keyword)
     if not cases:
-        return usage_error(CERTIFY_CLIENT, f"no case matches -k {args.keyword!r} (see --list)")
-    if args.jobs < 1 or args.slow_ttft_s <= 0 or args.lifetime_s <= 0 or args.case_timeout_s <= 0:
+        return usage_error(CERTIFY_CLIENT, f"no case matches -k {config.keyword!r} (see --list)")
+    timings = config.timings
+    waits = (timings.slow_ttft_s, timings.lifetime_s, timings.case_timeout_s)
+    if config.jobs < 1 or min(waits) <= 0:
         return usage_error(CERTIFY_CLIENT, "--jobs and the times must be positive")
-    if args.adapter:
-        command = tuple(shlex.split(args.adapter))
+    if config.adapter:
+        command = tuple(shlex.split(config.adapter))
         if not command:
             return usage_error(CERTIFY_CLIENT, "--adapter needs a command")
-        client = ClientUnderTest(args.name or Path(command[-1]).stem, command, args.version_label)
-    elif args.client:
+        name = config.name or Path(command[-1]).stem
+        client = ClientUnderTest(name, command, config.version_label)
+    elif config.client:
         try:
-            client = client_from_profile(load_profile(args.client))
+            client = client_from_profile(load_profile(config.client))
         except ClientProfileError as exc:
             return usage_error(CERTIFY_CLIENT, str(exc))
     else:
         return usage_error(CERTIFY_CLIENT, "name a --client or an --adapter (or --list)")
-    timings = Timings(
-        slow_ttft_s=args.slow_ttft_s, lifetime_s=args.lifetime_s, case_timeout_s=args.case_timeout_s
-    )
     return certify.certify(
         client,
         cases,
         timings,
-        jobs=args.jobs,
-        strict=args.strict,
-        results_root=None if args.no_report else results_root,
-        label=args.label,
-        full_wire_log=args.full_wire_log,
+        jobs=config.jobs,
+        strict=config.strict,
+        results_root=None if config.no_report else results_root,
+        label=config.label,
+        full_wire_log=config.full_wire_log,
     )
 
 
@@ -187,7 +170,7 @@ def check_main(args: argparse.Namespace) -> int:
     import json
     from collections import Counter
 
-    from harness.conformance.offline_check import (
+    from harness.conformance.check.offline_check import (
         UnreadableInput,
         check_file,
         expand_inputs,
@@ -232,188 +215,92 @@ def _register_certify(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         help="run the conformance suites against a target (default: the reference server)",
         description=__doc__,
     )
-    add_arguments(parser)
+    add_certify_options(parser)
     parser.set_defaults(handler=main)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    target = parser.add_argument_group("target (default: the embedded reference server)")
-    target.add_argument(
-        "--target",
-        action="append",
-        default=[],
-        metavar="URL",
-        help="WebSocket URL of a target, ws:// or wss:// (repeatable: one report each, and a "
-        "matrix)",
+def add_certify_options(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, CertifyConfig, CertifyCommand)
+
+
+@dataclass(frozen=True, slots=True)
+class CertifyCommand:
+    """What only `wsmode certify` on the command line does: list and describe, merge reports,
+    run other suites, say every case. The run's own options are CertifyConfig's."""
+
+    list_cases: bool = field(
+        default=False,
+        metadata=cli(
+            "--list",
+            action="store_true",
+            group=CASES,
+            help="print the case catalogue (with -k: the selection)",
+        ),
     )
-    target.add_argument(
-        "--http-target",
-        action="append",
-        default=[],
-        metavar="URL",
-        help="the target's HTTP API base (http://HOST:PORT/v1): runs the HTTP/SSE parity cases "
-        "(once for all targets, or once per target)",
+    profiles: bool = field(
+        default=False,
+        metadata=cli(
+            "--profiles",
+            action="store_true",
+            group=CASES,
+            help="list the bundled target profiles, one line each",
+        ),
     )
-    target.add_argument(
-        "--api-key",
-        action="append",
-        default=[],
-        metavar="KEY",
-        help=f"bearer key sent to the target (once for all targets, or once per target; "
-        f"default: the profile's, else ${API_KEY_ENV})",
-    )
-    target.add_argument(
-        "--target-profile",
-        action="append",
-        default=[],
-        metavar="NAME|FILE",
-        help="what the target declares (capabilities, limits): a bundled profile's name "
-        "(--profiles lists them) or a TOML file (repeatable, one per target)",
-    )
-    target.add_argument(
-        "--model",
+    show_profile: str | None = field(
         default=None,
-        metavar="MODEL",
-        help="the model every request names (default: the target profile's; shown in reports)",
+        metadata=cli(
+            "--show-profile",
+            metavar="NAME",
+            group=CASES,
+            help="print a bundled target profile's TOML, to start your own from "
+            "(wsmode certify --show-profile openai > my-server.toml)",
+        ),
     )
-    target.add_argument(
-        "--auth",
-        action="store_true",
-        help="the target refuses a missing or wrong key: run the auth cases (--api-key only "
-        "sends the key)",
-    )
-    target.add_argument(
-        "--fault",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="run the embedded reference server with this fault on (repeatable)",
-    )
-    cases = parser.add_argument_group("cases")
-    cases.add_argument(
-        "-k",
-        dest="keyword",
-        default=None,
-        metavar="EXPR",
-        help="select cases by id, category, level or function name (-k '5.2 and not lanes'); "
-        "an expression that matches no case is an error",
-    )
-    cases.add_argument(
-        "--list", action="store_true", help="print the case catalogue (with -k: the selection)"
-    )
-    cases.add_argument(
-        "--profiles", action="store_true", help="list the bundled target profiles, one line each"
-    )
-    cases.add_argument(
-        "--show-profile",
-        metavar="NAME",
-        default=None,
-        help="print a bundled target profile's TOML, to start your own from "
-        "(wsmode certify --show-profile openai > my-server.toml)",
-    )
-    cases.add_argument("--strict", action="store_true", help="SHOULD failures fail the run too")
-    cases.add_argument(
-        "--event-timeout",
-        type=float,
-        default=None,
-        metavar="S",
-        help="longest wait for any one event, in seconds (default: the profile's, 10)",
-    )
-    cases.add_argument(
-        "--response-timeout",
-        type=float,
-        default=None,
-        metavar="S",
-        help="longest one response may stream before its terminal event, in seconds (default: "
-        "the profile's, 25)",
-    )
-    cases.add_argument(
-        "--case-timeout",
-        type=float,
-        default=None,
-        metavar="S",
-        help="longest a case may run, in seconds (default: the profile's, 60)",
-    )
-    cases.add_argument(
-        "--suites",
-        type=Path,
+    suites: Path = field(
         default=SUITES_DIR,
-        help="the suites directory (default: the bundled suites)",
+        metadata=cli(
+            "--suites",
+            type=Path,
+            group=CASES,
+            shown="the bundled suites",
+            help="the suites directory",
+        ),
     )
-    output = parser.add_argument_group("output")
-    output.add_argument(
-        "-v", "--verbose", action="store_true", help="one line per case, passed ones too"
+    verbose: bool = field(
+        default=False,
+        metadata=cli(
+            "-v",
+            "--verbose",
+            action="store_true",
+            group=OUTPUT,
+            help="one line per case, passed ones too",
+        ),
     )
-    output.add_argument(
-        "--results",
-        default="results",
-        metavar="DIR",
-        help="results root: reports go to DIR/certify/<target>/<timestamp>/",
+    merge: tuple[str, ...] = field(
+        default=(),
+        metadata=cli(
+            "--merge",
+            nargs="+",
+            metavar="REPORT",
+            group=OUTPUT,
+            to_field=tuple,
+            help="render one cases × implementations matrix from report.json files (no run)",
+        ),
     )
-    output.add_argument("--label", default="certify", help="the label of the results file")
-    output.add_argument("--no-report", action="store_true", help="write no report files")
-    output.add_argument(
-        "--full-wire-log",
-        action="store_true",
-        help="keep every frame in every case (default: delta runs of passing cases collapsed)",
-    )
-    output.add_argument(
-        "--merge",
-        nargs="+",
+    out: Path | None = field(
         default=None,
-        metavar="REPORT",
-        help="render one cases × implementations matrix from report.json files (no run)",
+        metadata=cli(
+            "--out", type=Path, metavar="DIR", group=OUTPUT, help="--merge: the output directory"
+        ),
     )
-    output.add_argument(
-        "--out", type=Path, default=None, metavar="DIR", help="--merge: the output directory"
-    )
-
-
-def pytest_arguments(args: argparse.Namespace) -> list[str]:
-    targets = list(args.target)
-    if args.fault:
-        if any(not t.startswith("embedded") for t in targets):
-            raise ValueError("--fault applies to the embedded reference server only")
-        faults = ",".join(args.fault)
-        targets = [f"embedded:{faults}"] if not targets else [f"{t}:{faults}" for t in targets]
-    suites = str(args.suites)
-    # the suites' own rootdir and no ini file: the caller's pytest settings stay out of a run
-    argv = [suites, "-c", os.devnull, "--rootdir", suites, "-p", "no:cacheprovider"]
-    argv += ["-p", "no:terminal", "--wsmode-console", "--wsmode-checked"]
-    if args.verbose:
-        argv.append("--wsmode-verbose")
-    for option, values in (
-        ("--target", targets),
-        ("--http-target", args.http_target),
-        ("--api-key", args.api_key),
-        ("--target-profile", args.target_profile),
-    ):
-        for value in values:
-            argv += [option, str(value)]
-    if args.strict:
-        argv.append("--wsmode-strict")
-    if args.event_timeout is not None:
-        argv += ["--event-timeout", str(args.event_timeout)]
-    if args.response_timeout is not None:
-        argv += ["--response-timeout", str(args.response_timeout)]
-    if args.case_timeout is not None:
-        argv += ["--case-timeout", str(args.case_timeout)]
-    if args.no_report:
-        argv.append("--wsmode-no-report")
-    argv += ["--wsmode-results", str(args.results), "--wsmode-label", args.label]
-    if args.keyword:
-        argv += ["--wsmode-cases", args.keyword]
-    if args.model:
-        argv += ["--wsmode-model", args.model]
-    if args.auth:
-        argv.append("--wsmode-auth")
-    if args.full_wire_log:
-        argv.append("--wsmode-full-wire-log")
-    return argv
 
 
 def merge(paths: list[str], out: Path | None, results_root: str) -> int:
-    from harness.conformance.reports import render_matrix_markdown, terminal_matrix, write_matrix
+    from harness.conformance.certificates.documents import (
+        render_matrix_markdown,
+        terminal_matrix,
+        write_matrix,
+    )
     from harness.results.schema import ResultsSchemaError, load_result
 
     results = []
@@ -436,73 +323,37 @@ def merge(paths: list[str], out: Path | None, results_root: str) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.merge:
-        return merge(list(args.merge), args.out, args.results)
-    if args.profiles:
+    config = from_args(CertifyConfig, args)
+    command = from_args(CertifyCommand, args)
+    if command.merge:
+        return merge(list(command.merge), command.out, config.results)
+    if command.profiles:
         return _list_profiles()
-    if args.show_profile:
-        return _show_profile(args.show_profile)
+    if command.show_profile:
+        return _show_profile(command.show_profile)
     try:
-        import pytest
+        import pytest  # noqa: F401  (the runner runs the suites with it)
     except ImportError:
         return usage_error(CERTIFY, "needs pytest: pip install 'wsmode[test]'")
-    if not Path(args.suites).is_dir():
-        return usage_error(CERTIFY, f"no suites directory at {args.suites}")
-    from harness.conformance.catalog import load_cases
-    from harness.conformance.selection import SelectionError, select
+    if not command.suites.is_dir():
+        return usage_error(CERTIFY, f"no suites directory at {command.suites}")
+    from harness.conformance.runner.certify_console import CertifyConsole
+    from harness.conformance.runner.plugin import run_prepared
+    from harness.conformance.runner.prepare import TargetUnreachable, prepare_run, select_cases
 
-    cases = [(meta, function, None) for meta, function in load_cases(args.suites)]
     try:
-        selected = select(cases, args.keyword) if args.keyword else cases
-    except SelectionError as exc:
+        if command.list_cases:
+            return _list_cases(select_cases(command.suites, config.keyword))
+        console = CertifyConsole(sys.stdout, verbose=command.verbose, strict=config.strict)
+        prepared = prepare_run(config, command.suites, console=console)
+    except (UsageError, TargetUnreachable) as exc:
         return usage_error(CERTIFY, str(exc))
-    if not selected:
-        return usage_error(
-            CERTIFY, f"-k {args.keyword!r} matches no case (wsmode certify --list shows them)"
-        )
-    if args.list:
-        return _list_cases([meta for meta, _, _ in selected])
-    try:
-        argv = pytest_arguments(args)
-        problem = _check_targets(args)
-    except ValueError as exc:  # TargetProfileError is one
-        return usage_error(CERTIFY, str(exc))
-    if problem is not None:
-        return usage_error(CERTIFY, problem)
-    code = int(pytest.main(argv))
-    return code if code in (0, 1) else 2
-
-
-def _check_targets(args: argparse.Namespace) -> str | None:
-    """Plan the targets as the run will (profiles, URLs, keys) and check each remote one; the
-    first problem as one line. A bad profile or URL raises TargetProfileError."""
-    from harness.bundled import target_profile_path
-    from harness.conformance.liveness import check_before_run
-    from harness.conformance.target_profile import (
-        load_target_profile,
-        plan_targets,
-        resolve_profile,
-    )
-
-    if args.fault:
-        return None  # the embedded server only
-    profiles = [load_target_profile(resolve_profile(p)) for p in args.target_profile]
-    planned = plan_targets(
-        list(args.target),
-        profiles,
-        list(args.http_target),
-        list(args.api_key),
-        default_profile=load_target_profile(target_profile_path("reference")),
-        fallback_api_key=client_api_key(None),
-    )
-    if args.model:
-        planned = [replace(t, profile=t.profile.with_changes(model=args.model)) for t in planned]
-    return check_before_run(planned)
+    return run_prepared(prepared)
 
 
 def _list_cases(cases: Sequence[CaseMeta]) -> int:
     """The catalogue, from the cases themselves: id, level, what it needs, what it checks."""
-    from harness.conformance.model import CATEGORIES
+    from harness.conformance.model.verdict import CATEGORIES
     from harness.progress import MAX_COLUMNS
 
     width = max(len(c.id) for c in cases)
@@ -534,7 +385,7 @@ def _list_cases(cases: Sequence[CaseMeta]) -> int:
 
 
 def _show_profile(name: str) -> int:
-    from harness.conformance.target_profile import TargetProfileError, resolve_profile
+    from harness.conformance.targets.profile import TargetProfileError, resolve_profile
 
     try:
         path = resolve_profile(name)
@@ -547,7 +398,7 @@ def _show_profile(name: str) -> int:
 
 def _list_profiles() -> int:
     """The bundled target profiles: the name --target-profile takes, where, what."""
-    from harness.conformance.target_profile import bundled_profiles
+    from harness.conformance.targets.profile import bundled_profiles
     from harness.progress import MAX_COLUMNS
 
     found = bundled_profiles()
@@ -595,8 +446,9 @@ def tool_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _catalog(args: argparse.Namespace) -> int:
-    from harness.conformance.cases import CATALOG
-    from harness.conformance.catalog import load_suites, render, write
+    from harness.conformance.model.cases import CATALOG
+    from harness.conformance.model.catalog import render, write
+    from harness.conformance.runner.suite_loader import load_suites
 
     block = render(load_suites())
     if args.write is None:

@@ -165,11 +165,11 @@ def run_matrix(
             "no:cacheprovider",
             "--wsmode-results",
             str(out),
-            "--event-timeout",
+            "--wsmode-event-timeout",
             str(event_timeout_s),
         ]
         for target in group:
-            command += ["--target", target]
+            command += ["--wsmode-target", target]
         log = (out / "pytest.log").open("wb")
         processes.append(
             (

@@ -279,7 +279,7 @@ def apply_target_profile(args: argparse.Namespace) -> str | None:
         args.api_key = client_api_key(args.api_key)
         return None
     # the conformance area owns the profile format; the CLI sits above both areas
-    from harness.conformance.target_profile import (
+    from harness.conformance.targets.profile import (
         TargetProfileError,
         load_target_profile,
         resolve_profile,

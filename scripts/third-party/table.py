@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.conformance.summary import level_count, root_causes
+from harness.conformance.certificates.summary import level_count, root_causes
 from harness.results.schema import load_result
 
 HEADER = """# Third-party implementations

@@ -50,10 +50,10 @@ def test_the_beta_cases_pass_are_not_applicable_and_catch_a_queued_inject(
     on_profile = str(profile(tmp_path / "beta.toml", "beta", beta=True))
     off_profile = str(profile(tmp_path / "no-beta.toml", "no-beta", beta=False))
     run = suites(
-        *("--target", "embedded", "--target-profile", on_profile),
-        *("--target", "embedded", "--target-profile", off_profile),
-        *("--target", "embedded:queue-injects", "--target-profile", on_profile),
-        *("--wsmode-cases", "2.2", "--event-timeout", str(EVENT_TIMEOUT_S)),
+        *("--wsmode-target", "embedded", "--wsmode-target-profile", on_profile),
+        *("--wsmode-target", "embedded", "--wsmode-target-profile", off_profile),
+        *("--wsmode-target", "embedded:queue-injects", "--wsmode-target-profile", on_profile),
+        *("--wsmode-keyword", "2.2", "--wsmode-event-timeout", str(EVENT_TIMEOUT_S)),
     )
     assert run.returncode == 1, run.output  # the faulty server fails
     reports = {r["target"]["name"]: r["certify"]["cases"] for r in run.reports}

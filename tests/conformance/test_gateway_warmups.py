@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.conformance.offline_check import check_file
+from harness.conformance.check.offline_check import check_file
 from harness.load.bench.config import BenchConfig
 from harness.load.bench.result import BenchRun, build_result
 from harness.load.bench.run import run_variants
@@ -111,7 +111,7 @@ def test_certify_passes_a_codex_session_through_the_gateway(
     """The warm-up case judges the missing in_progress at SHOULD level only; the codex session
     (warm-up, tool rounds with parallel calls, one socket) passes through the gateway."""
     selection = "2.1.generate-false.warmup or 2.1.session.codex-style"
-    run = suites("--target", gateway.url, "-k", selection)
+    run = suites("--wsmode-target", gateway.url, "-k", selection)
     cases = run.cases()
     assert cases["2.1.session.codex-style"]["verdict"] == "PASS", cases["2.1.session.codex-style"]
     warmup = cases["2.1.generate-false.warmup"]

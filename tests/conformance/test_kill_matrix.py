@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.conformance.catalog import load_suites
 from harness.conformance.killmatrix import (
     CLEAN_UNIMPLEMENTED,
     END_MARK,
@@ -24,6 +23,7 @@ from harness.conformance.killmatrix import (
     run_matrix,
     write_table,
 )
+from harness.conformance.runner.suite_loader import load_suites
 from reference_server.faults import ALL_FAULTS
 
 README = Path(__file__).resolve().parents[2] / "suites" / "README.md"

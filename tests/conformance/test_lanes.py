@@ -163,7 +163,7 @@ def test_each_lane_case_fails_the_server_breaking_its_rule(
         for name, url in urls.items():
             path = tmp_path / f"{name}.toml"
             path.write_text(profile_text(name, url, VARIANTS[name]), encoding="utf-8")
-            args += ["--target-profile", str(path)]
+            args += ["--wsmode-target-profile", str(path)]
         run = suites(*args, "-k", "5.2.lanes")
     wrong: list[str] = []
     for name, variant in VARIANTS.items():
@@ -188,7 +188,9 @@ def test_the_embedded_server_runs_with_the_declared_lane_limit(suites: Any, tmp_
     costs = f'server_profile = "{COSTS}"'
     text = reference.replace("max_lanes = 32", "max_lanes = 4")
     small.write_text(text.replace('server_profile = "reference-costs.toml"', costs), "utf-8")
-    run = suites("--target-profile", str(small), "-k", "5.2.lanes.limit or default-not-counted")
+    run = suites(
+        "--wsmode-target-profile", str(small), "-k", "5.2.lanes.limit or default-not-counted"
+    )
     assert run.returncode == 0, run.output
     cases = run.cases()
     assert set(cases) == {"5.2.lanes.limit", "5.2.lanes.default-not-counted"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.conformance.offline_check import check_file
+from harness.conformance.check.offline_check import check_file
 from tests.recorded import PROTOCOL_STREAMS as RECORDED
 from tests.recorded import needs
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from openai.types.responses import response_input_item_param
 
-from harness.conformance.offline_check import read_streams
+from harness.conformance.check.offline_check import read_streams
 from harness.transport.exchange import Exchange, ws_exchange
 from harness.transport.ws import WsClient
 from reference_server.app import ReferenceServer, running_in_thread

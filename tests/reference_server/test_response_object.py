@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.conformance.offline_check import read_streams
-from harness.conformance.sdk import strict_problems
+from harness.conformance.check.offline_check import read_streams
+from harness.conformance.judges.sdk_opinion import strict_problems
 from harness.protocol.events import PRODUCTION_MEMBERS, TERMINAL_TYPES
 from harness.protocol.extension import EXTENSION_FIELD
 from harness.transport.exchange import Exchange, ws_exchange

@@ -197,7 +197,7 @@ def test_custom_tool_calls_are_recorded_as_function_calls(tmp_path: Path, chaine
 
 def test_the_relayed_events_are_judged_by_wsmode_check(tmp_path: Path) -> None:
     """`--events` keeps what the trace cannot: the server's events, one stream per connection."""
-    from harness.conformance.offline_check import check_file
+    from harness.conformance.check.offline_check import check_file
 
     rollout = smoke_rollouts()[0]
     out, events = tmp_path / "recorded.jsonl", tmp_path / "events.jsonl"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from harness.conformance.clients.client_config import Timings
 from harness.conformance.clients.contract import Task, Turn
 from harness.conformance.clients.judging import (
     Evidence,
@@ -26,20 +27,6 @@ from harness.protocol.levels import RequirementLevel
 from reference_server.faults import CaseBehaviour
 
 STORM_LIMIT: Final = 3  # upgrade attempts for one refused turn before it is a storm
-
-
-@dataclass(frozen=True, slots=True)
-class Timings:
-    """The waits the cases build on; `wsmode certify-client` uses these, the tests shorter."""
-
-    slow_ttft_s: float = 20.0  # the TTFT a client must sit out (reasoning models exceed 10 s)
-    lifetime_s: float = 1.0  # the shortened connection lifetime (the API's is 60 minutes)
-    idle_gap_ms: int = 400  # between turns, where the server acts on an idle socket
-    retry_after_s: int = 1  # on the 429 refusal
-    case_timeout_s: float = 30.0  # beyond the case's own waits
-
-    def bound(self, extra_s: float = 0.0) -> float:
-        return self.case_timeout_s + extra_s
 
 
 Judge = Callable[[Evidence], None]

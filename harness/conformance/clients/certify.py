@@ -9,17 +9,18 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.conformance.clients.catalogue import CASES, ClientCase, Timings
-from harness.conformance.clients.matrix import write_client_matrix
-from harness.conformance.clients.runner import (
+from harness.conformance.certificates.documents import run_directory, write_run
+from harness.conformance.certificates.summary import counts_line
+from harness.conformance.clients.catalogue import CASES, ClientCase
+from harness.conformance.clients.client_config import Timings
+from harness.conformance.clients.client_runner import (
     CaseResult,
     ClientUnderTest,
     build_result,
     run_cases,
 )
-from harness.conformance.model import is_failure
-from harness.conformance.reports import run_directory, write_run
-from harness.conformance.summary import counts_line
+from harness.conformance.clients.matrix import write_client_matrix
+from harness.conformance.model.verdict import is_failure
 from harness.progress import MAX_COLUMNS
 from harness.results.schema import utc_now_iso
 

@@ -14,7 +14,7 @@ from typing import Final
 
 from harness.conformance.clients.contract import AdapterRun, Task, TurnReport
 from harness.conformance.clients.observed import Create, ServerWatch, output_text
-from harness.conformance.model import Finding, Outcome
+from harness.conformance.model.verdict import Finding, Outcome
 from harness.protocol.levels import RequirementLevel
 from reference_server.faults import CaseBehaviour
 

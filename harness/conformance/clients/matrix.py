@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from harness.conformance.reports import VERDICT_COLOURS, case_anchor
-from harness.conformance.summary import level_count
+from harness.conformance.certificates.documents import VERDICT_COLOURS, case_anchor
+from harness.conformance.certificates.summary import level_count
 from harness.results.page import html_page
 from harness.results.schema import (
     ResultsSchemaError,

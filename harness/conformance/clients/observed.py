@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.conformance.wirelog import Direction as WireDirection
-from harness.conformance.wirelog import WireLog
+from harness.conformance.certificates.wirelog import Direction as WireDirection
+from harness.conformance.certificates.wirelog import WireLog
 
 _WIRE_DIRECTION: dict[str, WireDirection] = {"in": "recv", "out": "send", "meta": "meta"}
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.bundled import suites_dir
-from harness.conformance.clients.runner import ClientUnderTest
+from harness.conformance.clients.client_runner import ClientUnderTest
 from harness.errors import UsageError
 
 

@@ -11,8 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.conformance.clients.catalogue import CASES, Timings, case_by_id
-from harness.conformance.clients.runner import CaseResult, ClientUnderTest, run_case, run_cases
+from harness.conformance.clients.catalogue import CASES, case_by_id
+from harness.conformance.clients.client_config import Timings
+from harness.conformance.clients.client_runner import (
+    CaseResult,
+    ClientUnderTest,
+    run_case,
+    run_cases,
+)
 from tests.conformance.clients.adapter import BREAKS
 
 ADAPTER = Path(__file__).with_name("adapter.py")

@@ -13,10 +13,11 @@ from xml.etree import ElementTree as ET
 import openai
 import pytest
 
-from harness.conformance.clients.catalogue import CASES, Timings, case_by_id
+from harness.conformance.clients.catalogue import CASES, case_by_id
+from harness.conformance.clients.client_config import Timings
+from harness.conformance.clients.client_runner import run_cases
 from harness.conformance.clients.matrix import latest_results
 from harness.conformance.clients.profiles import client_from_profile, load_profile
-from harness.conformance.clients.runner import run_cases
 from harness.results.schema import load_result
 from tests.cli_run import run_cli
 

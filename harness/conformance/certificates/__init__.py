@@ -1,0 +1,1 @@
+"""The certificate's documents (report.json/html/md, junit.xml, the matrix), the wire logs."""

@@ -1,0 +1,1 @@
+"""`wsmode check`: recorded Responses traffic read by content and judged offline."""

@@ -1,0 +1,306 @@
+"""`wsmode check`: judge recorded Responses traffic offline, with the protocol core's rules.
+
+Reads, by content (never by file name; `recorded_streams` and `recorded_containers` read them):
+
+* **JSONL** of events, one JSON object per line (an SDK's or gateway's capture, vercel/ai's
+  `*.chunks.txt`), or one JSON array of events;
+* **SSE text**: `event:`/`data:` blocks as sent on the wire (`[DONE]` and comments tolerated),
+  read through the transport's sans-I/O parser (`harness.transport.sse_wire`);
+* the project's **wire logs**: JSONL of wire entries (`{t_ms, conn, dir, kind, data}`), or a
+  certify `report.json` (its cases under `certify.cases`, each with its `wire_log`); the compact
+  rows certify writes by default are expanded exactly first, and a connection whose log lost
+  frames (an older, abridged log) is not judged, with a note;
+* **HTTP recording containers**: VCR.py, go-vcr and Ruby VCR cassettes, HAR files and the Azure
+  SDK test-proxy's records; every streamed Responses body is its own stream, and interactions
+  that are not Responses traffic are skipped and counted.
+
+Each stream goes through `StreamAccumulator`, which splits it into responses at each
+`response.created` (or `response.queued` when no created precedes it). Every response gets a
+verdict and its findings (rule id, level, the first offending event's position, how many events
+shared the cause). Unreadable input raises `UnreadableInput` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.conformance.check.recorded_containers import container_kind, read_container
+from harness.conformance.check.recorded_streams import (
+    Located,
+    Stream,
+    Streams,
+    UnreadableInput,
+    read_json,
+    read_sse,
+)
+from harness.protocol.accumulator import ResponseAccumulator
+from harness.protocol.levels import StreamRuleLevel
+from harness.protocol.stream import StreamAccumulator
+from harness.protocol.stream_rules import Violation
+
+__all__ = ["UnreadableInput", "check_file", "expand_inputs", "render_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckFinding:
+    rule_id: str
+    level: StreamRuleLevel
+    message: str
+    count: int
+    where: str
+    line: int | None
+    sequence_number: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rule_id": self.rule_id,
+            "level": self.level,
+            "message": self.message,
+            "count": self.count,
+            "where": self.where,
+            "line": self.line,
+            "sequence_number": self.sequence_number,
+        }
+
+
+@dataclass(slots=True)
+class ResponseVerdict:
+    stream: str
+    index: int  # 1-based within the stream
+    response_id: str | None
+    first: str  # where its first event was read
+    events: int
+    terminal: str | None
+    findings: list[CheckFinding] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        levels = {f.level for f in self.findings}
+        if "MUST" in levels:
+            return "FAIL"
+        if "SHOULD" in levels:
+            return "NON-STRICT"
+        return "INFORMATIONAL" if levels else "PASS"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "stream": self.stream,
+            "index": self.index,
+            "response_id": self.response_id,
+            "first": self.first,
+            "events": self.events,
+            "terminal": self.terminal,
+            "verdict": self.verdict,
+            "findings": [f.as_dict() for f in self.findings],
+        }
+
+
+@dataclass(slots=True)
+class FileReport:
+    path: str
+    responses: list[ResponseVerdict] = field(default_factory=list)
+    findings: list[CheckFinding] = field(default_factory=list)  # of no single response
+    notes: list[str] = field(default_factory=list)
+    skipped: int = 0  # interactions of a container that are not Responses traffic
+
+    @property
+    def must_findings(self) -> int:
+        every = [*self.findings, *(f for r in self.responses for f in r.findings)]
+        return sum(1 for f in every if f.level == "MUST")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "responses": [r.as_dict() for r in self.responses],
+            "findings": [f.as_dict() for f in self.findings],
+            "notes": self.notes,
+            "skipped": self.skipped,
+        }
+
+
+# -- reading ------------------------------------------------------------------------------------
+RECORDED_SUFFIXES = (".jsonl", ".json", ".txt", ".sse", ".yaml", ".yml", ".har")
+
+
+def expand_inputs(paths: list[str]) -> list[str]:
+    """Files as given; a directory stands for the recorded files below it, in name order."""
+    expanded: list[str] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            expanded.append(raw)
+            continue
+        found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in RECORDED_SUFFIXES)
+        if not found:
+            raise UnreadableInput(raw, None, f"no recorded files ({', '.join(RECORDED_SUFFIXES)})")
+        expanded.extend(str(p) for p in found)
+    return expanded
+
+
+def read_streams(path: str | Path) -> Streams:
+    """The streams in one file, whatever its form; UnreadableInput when it has none."""
+    name = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise UnreadableInput(name, None, exc.strerror or str(exc)) from None
+    try:
+        text = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise UnreadableInput(name, line, "not UTF-8 text") from None
+    head = text.lstrip()[:64]
+    if head.startswith(("{", "[")):
+        document = _json_document(text)
+        found = (
+            read_container(name, document)
+            if container_kind(document) is not None
+            else read_json(name, text)
+        )
+    elif head.startswith(_YAML_HEADS):
+        found = read_container(name, _yaml_container(name, text))
+    else:
+        found = Streams([read_sse(name, text.encode(), "", 0)])
+    if not any(s.events for s in found.streams) and not found.skipped and not found.notes:
+        raise UnreadableInput(name, None, "no Responses events found (JSONL, SSE, wire log)")
+    return found
+
+
+# The first line of a YAML cassette: VCR.py's, go-vcr's (`---` then `version:`), Ruby VCR's.
+_YAML_HEADS = ("interactions:", "http_interactions:", "---", "version:")
+
+
+def _json_document(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None  # JSONL, or broken: read_json says which line
+
+
+def _yaml_container(name: str, text: str) -> dict[str, Any]:
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise UnreadableInput(name, line, "a cassette that is not valid YAML") from None
+    if container_kind(document) is None:
+        raise UnreadableInput(
+            name, None, "a YAML file without 'interactions' or 'http_interactions' (a cassette)"
+        )
+    assert isinstance(document, dict)
+    return document
+
+
+# -- judging ------------------------------------------------------------------------------------
+def check_stream(stream: Stream) -> tuple[list[ResponseVerdict], list[CheckFinding]]:
+    """Every response of one stream, judged; and the findings that belong to no response."""
+    splitter = StreamAccumulator()
+    order: list[ResponseAccumulator] = []
+    first_event: dict[int, Located] = {}
+    placed: dict[int, Located] = {}  # id(violation) -> where its first offending event was
+    for located in stream.events:
+        response = splitter.feed(located.event)
+        if isinstance(response, ResponseAccumulator) and id(response) not in first_event:
+            first_event[id(response)] = located
+            order.append(response)
+        for violation in splitter.all_violations():
+            placed.setdefault(id(violation), located)
+    verdicts = [
+        _verdict(stream.label, number, response, first_event[id(response)], placed)
+        for number, response in enumerate(order, start=1)
+    ]
+    loose = [_finding(v, placed.get(id(v))) for v in splitter.violations]
+    loose.extend(_sse_name_findings(stream))
+    return verdicts, loose
+
+
+def _verdict(
+    label: str,
+    number: int,
+    response: ResponseAccumulator,
+    first: Located,
+    placed: Mapping[int, Located],
+) -> ResponseVerdict:
+    verdict = ResponseVerdict(
+        label,
+        number,
+        response.response_id,
+        first.where,
+        response.event_count,
+        response.terminal_type,
+    )
+    verdict.findings = [_finding(v, placed.get(id(v))) for v in response.violations]
+    return verdict
+
+
+def _finding(violation: Violation, located: Located | None) -> CheckFinding:
+    return CheckFinding(
+        violation.rule_id,
+        violation.level,
+        violation.message,
+        violation.count,
+        located.where if located is not None else "",
+        located.line if located is not None else None,
+        violation.sequence_number,
+    )
+
+
+def _sse_name_findings(stream: Stream) -> list[CheckFinding]:
+    """`sse.event_name` (SHOULD): a block's `event:` line names its data's type (§3.1)."""
+    wrong = [(name, kind, at) for name, kind, at in stream.sse_names if name != kind]
+    if not wrong:
+        return []
+    name, kind, at = wrong[0]
+    message = f"event: {name!r} on a {kind} block"
+    seq = at.event.get("sequence_number")
+    number = seq if isinstance(seq, int) else None
+    return [
+        CheckFinding("sse.event_name", "SHOULD", message, len(wrong), at.where, at.line, number)
+    ]
+
+
+def check_file(path: str | Path) -> FileReport:
+    """Read and judge one file; UnreadableInput when it cannot be read."""
+    report = FileReport(str(path))
+    found = read_streams(path)
+    report.skipped = found.skipped
+    report.notes.extend(found.notes)
+    for stream in found.streams:
+        verdicts, loose = check_stream(stream)
+        report.responses.extend(verdicts)
+        report.findings.extend(loose)
+        report.notes.extend(f"{stream.label}: {n}" if stream.label else n for n in stream.notes)
+    return report
+
+
+def render_text(report: FileReport) -> list[str]:
+    """Per response: verdict and findings (level, rule id, position, message), for people."""
+    lines = []
+    for response in report.responses:
+        stream = f"{response.stream}, " if response.stream else ""
+        lines.append(
+            f"{report.path}: {stream}response {response.index} "
+            f"({response.response_id or 'no id'}, {response.events} events from {response.first}, "
+            f"{response.terminal or 'no terminal'}): {response.verdict}"
+        )
+        lines.extend(_finding_line(f) for f in response.findings)
+    if report.findings:
+        lines.append(f"{report.path}: outside any response:")
+        lines.extend(_finding_line(f) for f in report.findings)
+    lines.extend(f"{report.path}: note: {note}" for note in report.notes)
+    return lines
+
+
+def _finding_line(finding: CheckFinding) -> str:
+    seq = f" (seq {finding.sequence_number})" if finding.sequence_number is not None else ""
+    count = f" [{finding.count} events]" if finding.count > 1 else ""
+    return (
+        f"  {finding.level:<6} {finding.rule_id:<28} {finding.where}{seq}: {finding.message}{count}"
+    )

@@ -1,0 +1,229 @@
+"""Reading recorded Responses traffic into streams of events, for `wsmode check`.
+
+The forms read here: JSONL of events (or one JSON array of them), SSE text, the project's wire
+logs (JSONL of wire entries, or a certify `report.json`, whose cases sit under `certify.cases`),
+whose compact rows are expanded exactly first (`wirelog_compact`). The HTTP recording
+containers (cassettes, HAR, test-proxy records) are in `recorded_containers`.
+
+Every connection of a wire log, and every body of a container, is its own `Stream`; a stream
+that cannot be judged (its wire log lost frames) is left out with a note saying why.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from harness.conformance.certificates.wirelog_compact import LOSSY_MARKS, expand_entries
+from harness.errors import InputError
+from harness.transport.sse_wire import SseParser, block_fields
+
+# A wire-log frame cut at its size limit (`wirelog.clip`) ends with this marker.
+_CLIPPED: Final = " characters elided]…"
+
+
+class UnreadableInput(InputError):
+    """A file that is not one of the readable forms, or a record in it that is broken."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """One event and where it was read: `line` in the file (1-based), `where` for people."""
+
+    event: dict[str, Any]
+    line: int | None
+    where: str
+
+
+@dataclass(slots=True)
+class Stream:
+    """The events of one connection, SSE body or capture, in order."""
+
+    label: str  # "" for a file that is one stream
+    events: list[Located] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    sse_names: list[tuple[str, str, Located]] = field(default_factory=list)  # (event:, type)
+
+
+@dataclass(slots=True)
+class Streams:
+    """What one file held: its streams, and what was left out (with why) and skipped."""
+
+    streams: list[Stream] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: int = 0  # interactions of a container that are not Responses traffic
+
+
+# -- JSON and JSONL -----------------------------------------------------------------------------
+def read_json(name: str, text: str) -> Streams:
+    try:
+        document = json.loads(text)
+    except ValueError:
+        document = None  # JSONL, or broken: read line by line to say which line
+    report_cases = _report_cases(document)
+    if report_cases is not None:
+        return read_report(name, report_cases)
+    records: list[tuple[int | None, Any]]
+    if isinstance(document, list):
+        records = [(None, record) for record in document]
+    elif isinstance(document, dict):
+        records = [(1, document)]
+    else:
+        records = list(_jsonl_records(name, text))
+    return streams_of_records(name, records, "")
+
+
+def _report_cases(document: Any) -> list[Any] | None:
+    """The cases of a certify report.json (`certify.cases`; a top-level `cases` too)."""
+    if not isinstance(document, dict):
+        return None
+    certify = document.get("certify")
+    if isinstance(certify, dict) and isinstance(certify.get("cases"), list):
+        return list(certify["cases"])
+    cases = document.get("cases")
+    return list(cases) if isinstance(cases, list) else None
+
+
+def _jsonl_records(name: str, text: str) -> Iterator[tuple[int | None, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UnreadableInput(name, number, f"not a JSON object ({exc.msg})") from None
+
+
+def streams_of_records(name: str, records: list[tuple[int | None, Any]], prefix: str) -> Streams:
+    """Events, or wire entries (one stream per connection, expanded first), into streams."""
+    entries = [(line, r) for line, r in records if isinstance(r, dict) and _is_wire_entry(r)]
+    if entries:
+        return _wire_log_streams(name, entries, prefix)
+    streams: dict[str, Stream] = {}
+    for position, (line, record) in enumerate(records, start=1):
+        where = f"line {line}" if line is not None else f"{prefix}entry {position}"
+        if not isinstance(record, dict):
+            raise UnreadableInput(
+                name, line, f"{where}: a JSON {type(record).__name__}, not an object"
+            )
+        if record.get("kind") == "rollout":
+            raise UnreadableInput(
+                name,
+                line,
+                f"{where}: a wsmode-trace holds rollouts, not server events "
+                "(record with `wsmode record --events FILE` to judge what the server sent)",
+            )
+        if not isinstance(record.get("type"), str):
+            raise UnreadableInput(name, line, f"{where}: a JSON object without a 'type'")
+        stream = streams.setdefault(prefix, Stream(prefix))
+        stream.events.append(Located(record, line, where))
+    return Streams(list(streams.values()))
+
+
+def _is_wire_entry(record: Mapping[str, Any]) -> bool:
+    return "dir" in record and "kind" in record and "data" in record and "type" not in record
+
+
+# -- wire logs ----------------------------------------------------------------------------------
+def _wire_log_streams(
+    name: str, entries: list[tuple[int | None, dict[str, Any]]], prefix: str
+) -> Streams:
+    """One stream per connection of a wire log, after expanding its compact rows exactly; a
+    connection the log lost frames of is not judged (a note says why)."""
+    expanded = expand_entries([entry for _, entry in entries])
+    streams: dict[str, Stream] = {}
+    for source, entry in expanded.entries:
+        conn = str(entry.get("conn", ""))
+        if entry.get("dir") != "recv" or entry.get("kind") not in ("text", "sse"):
+            continue
+        if conn in expanded.unjudgeable:
+            continue
+        line = entries[source][0]
+        where = f"line {line}" if line is not None else f"{prefix}entry {source + 1}"
+        label = f"{prefix}conn {conn}".strip()
+        stream = streams.setdefault(label, Stream(label))
+        _add_wire_entry(name, stream, entry, line, where)
+    result = Streams(list(streams.values()))
+    for conn, why in expanded.unjudgeable.items():
+        result.notes.append(
+            f"{prefix}conn {conn}: not judged: {why} (an abridged wire log; "
+            "`wsmode certify --full-wire-log` keeps every frame)".strip()
+        )
+    return result
+
+
+def _add_wire_entry(
+    name: str, stream: Stream, entry: Mapping[str, Any], line: int | None, where: str
+) -> None:
+    data = str(entry.get("data", ""))
+    if entry.get("kind") == "sse":
+        block = read_sse(name, data.encode(), stream.label, 0)
+        for located in block.events:
+            stream.events.append(Located(located.event, line, where))
+        stream.sse_names.extend(block.sse_names)
+        return
+    if data.endswith(_CLIPPED) or any(mark in data for mark in LOSSY_MARKS):
+        stream.notes.append(f"{where}: frame clipped by the wire log, left out (not judged)")
+        return
+    try:
+        event = json.loads(data)
+    except ValueError:
+        stream.notes.append(f"{where}: a received frame that is not JSON (transport.garbage)")
+        return
+    if isinstance(event, dict):
+        stream.events.append(Located(event, line, where))
+
+
+def read_report(name: str, cases: list[Any]) -> Streams:
+    """Every case's wire log of a certify report, each connection its own stream."""
+    result = Streams()
+    for case in cases:
+        if not isinstance(case, dict) or not isinstance(case.get("wire_log"), list):
+            continue
+        prefix = f"case {case.get('id', '?')} "
+        records: list[tuple[int | None, Any]] = [(None, entry) for entry in case["wire_log"]]
+        part = streams_of_records(name, records, prefix)
+        result.streams.extend(s for s in part.streams if s.events)
+        result.notes.extend(part.notes)
+    return result
+
+
+# -- SSE ----------------------------------------------------------------------------------------
+def read_sse(name: str, body: bytes, label: str, line_offset: int) -> Stream:
+    """SSE text through the transport's parser; each block's line is where it starts."""
+    stream = Stream(label)
+    for start, event_name, event in sse_events(name, body, line_offset):
+        where = f"{label + ', ' if label else ''}line {start}"
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise UnreadableInput(name, start, "an SSE event that is not a typed JSON object")
+        located = Located(event, start, where)
+        stream.events.append(located)
+        if event_name is not None:
+            stream.sse_names.append((event_name, event["type"], located))
+    return stream
+
+
+def sse_events(name: str, body: bytes, line_offset: int) -> Iterator[tuple[int, str | None, Any]]:
+    """(line, `event:` name, parsed data) of every data block ([DONE] and comments skipped)."""
+    parser = SseParser()
+    blocks = parser.blocks(body)
+    last = parser.end_block()
+    if last is not None:
+        blocks.append(last)
+    line = 1 + line_offset
+    for block in blocks:
+        start = line + len(block) - len(block.lstrip(b"\n"))
+        line += block.count(b"\n") + 2
+        event_name, data = block_fields(block)
+        if data is None or data == b"[DONE]":
+            continue
+        try:
+            yield start, event_name, json.loads(data.decode("utf-8"))
+        except ValueError:
+            raise UnreadableInput(name, start, "an SSE data line that is not JSON") from None

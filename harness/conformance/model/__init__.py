@@ -1,0 +1,1 @@
+"""The pure verdict model: cases declared and catalogued, rules, verdicts, -k selection."""

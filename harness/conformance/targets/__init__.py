@@ -1,0 +1,1 @@
+"""The targets of a certify run: what each declares (profiles), as planned, as live."""

@@ -1,0 +1,113 @@
+"""`wsmode check` reads the HTTP recording containers real recordings come in (README here)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.cli import main
+from harness.conformance.check.offline_check import check_file
+
+FORMATS = Path(__file__).parent / "recorded_formats"
+RUBY_VCR = FORMATS / "ruby-vcr-ruby-openai-gpt-4o_streamed_responsesapi_responses.yml"
+TEST_PROXY = FORMATS / "azure-test-proxy-HelloWorldStreaming(%gpt-4o-mini%).json"
+GO_VCR = FORMATS / "go-vcr-envoy-ai-gateway-embeddings-bad-request.yaml"
+HAR = FORMATS / "har-mitmproxy-chrome-postdata.har"
+MCP_EVENTS = (
+    'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{"tools":[]}}\n\n'  # an MCP server
+)
+
+
+def _real_stream() -> str:
+    """The SSE body of the real Ruby VCR recording."""
+    document = yaml.safe_load(RUBY_VCR.read_text(encoding="utf-8"))
+    body: str = document["http_interactions"][0]["response"]["body"]["string"]
+    return body
+
+
+def _only_response(path: Path) -> tuple[str, list[str]]:
+    (response,) = check_file(path).responses
+    return response.verdict, sorted({f.rule_id for f in response.findings})
+
+
+def test_a_real_ruby_vcr_cassette_is_judged() -> None:
+    verdict, rules = _only_response(RUBY_VCR)
+    assert (verdict, rules) == ("NON-STRICT", ["event.legacy_fields"])  # no sequence_number
+
+
+def test_a_real_test_proxy_record_is_judged_from_its_sse_lines() -> None:
+    report = check_file(TEST_PROXY)
+    (response,) = report.responses
+    assert response.terminal == "response.completed" and response.events == 17
+    assert "response.schema" in {f.rule_id for f in response.findings}  # no tool_choice
+
+
+def test_a_real_go_vcr_cassette_of_other_traffic_is_skipped_and_counted(capsys: Any) -> None:
+    assert main(["check", str(GO_VCR)]) == 0
+    out = capsys.readouterr().out
+    assert "POST https://api.openai.com/v1/embeddings): skipped" in out
+    assert "1 interactions skipped" in out
+
+
+def test_a_real_browser_har_of_other_traffic_is_skipped_and_counted(capsys: Any) -> None:
+    assert main(["check", str(HAR)]) == 0
+    out = capsys.readouterr().out
+    assert "POST https://bi.pst.tech/events): skipped" in out
+    assert "1 interactions skipped" in out
+
+
+def test_go_vcr_and_har_layouts_carry_a_real_stream(tmp_path: Path) -> None:
+    stream = _real_stream()
+    go_vcr = tmp_path / "go-vcr.yaml"
+    go_vcr.write_text(
+        "---\nversion: 2\ninteractions:\n"
+        + yaml.safe_dump(
+            [
+                {
+                    "id": 0,
+                    "request": {"url": "https://api.openai.com/v1/responses", "method": "POST"},
+                    "response": {"body": stream, "code": 200, "status": "200 OK"},
+                }
+            ]
+        )
+    )
+    har = tmp_path / "capture.har"
+    entry = {
+        "request": {"method": "POST", "url": "https://api.openai.com/v1/responses"},
+        "response": {
+            "status": 200,
+            "content": {
+                "mimeType": "text/event-stream",
+                "encoding": "base64",
+                "text": base64.b64encode(stream.encode()).decode(),
+            },
+        },
+    }
+    har.write_text(json.dumps({"log": {"version": "1.2", "entries": [entry]}}))
+    for path in (go_vcr, har):
+        assert _only_response(path) == ("NON-STRICT", ["event.legacy_fields"]), path
+
+
+def test_other_traffic_in_a_cassette_is_skipped_and_the_rest_judged(
+    tmp_path: Path, capsys: Any
+) -> None:
+    def interaction(url: str, body: str) -> dict[str, Any]:
+        return {"request": {"method": "POST", "uri": url}, "response": {"body": {"string": body}}}
+
+    cassette = {
+        "interactions": [
+            interaction("http://127.0.0.1:8000/mcp", MCP_EVENTS),
+            interaction("https://api.openai.com/v1/responses", _real_stream()),
+            interaction("https://api.openai.com/v1/responses", '{"object": "response"}'),
+        ]
+    }
+    path = tmp_path / "mixed.yaml"
+    path.write_text(yaml.safe_dump(cassette))
+    assert main(["check", "--json", str(tmp_path)]) == 0  # not exit 2: the MCP traffic is skipped
+    (report,) = json.loads(capsys.readouterr().out)["files"]
+    assert report["skipped"] == 2 and len(report["responses"]) == 1
+    assert any("JSON-RPC" in note for note in report["notes"]), report["notes"]
