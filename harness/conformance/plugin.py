@@ -230,7 +230,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     faults = {f for t in targets for f in t.faults}
     if faults:
-        from reference_server.faults import check_fault_names
+        from reference_server.hooks.faults import check_fault_names
 
         try:
             check_fault_names(faults)

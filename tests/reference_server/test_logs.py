@@ -10,7 +10,7 @@ import socket
 import pytest
 from websockets.asyncio.client import connect
 
-from reference_server.logs import JsonFormatter, TextFormatter
+from reference_server.runtime.logs import JsonFormatter, TextFormatter
 
 from .conftest import ServerFactory
 

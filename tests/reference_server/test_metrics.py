@@ -8,7 +8,7 @@ import urllib.request
 
 from websockets.asyncio.client import connect
 
-from reference_server.metrics import ServerMetrics
+from reference_server.runtime.metrics import ServerMetrics
 
 from .conftest import ServerFactory
 
