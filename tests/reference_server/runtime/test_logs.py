@@ -12,7 +12,7 @@ from websockets.asyncio.client import connect
 
 from reference_server.runtime.logs import JsonFormatter, TextFormatter
 
-from .conftest import ServerFactory
+from ..conftest import ServerFactory
 
 KEY = "sk-secret-key-for-the-log-test"
 

@@ -10,7 +10,7 @@ from websockets.asyncio.client import connect
 
 from reference_server.runtime.metrics import ServerMetrics
 
-from .conftest import ServerFactory
+from ..conftest import ServerFactory
 
 
 def gauge(text: str, name: str) -> float:

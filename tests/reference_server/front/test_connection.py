@@ -11,7 +11,7 @@ from websockets.exceptions import ConnectionClosed
 
 from reference_server.front.connection import StampedServerConnection
 
-from .conftest import run
+from ..conftest import run
 
 Handler = Callable[[StampedServerConnection], Awaitable[None]]
 

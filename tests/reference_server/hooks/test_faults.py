@@ -29,7 +29,7 @@ from reference_server.runtime.metrics import ServerMetrics
 from reference_server.runtime.services import Services
 from reference_server.state.safety import classify_output
 
-from .conftest import run
+from ..conftest import run
 
 
 @pytest.mark.parametrize("name", list(ALL_FAULTS))
