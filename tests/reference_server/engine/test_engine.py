@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.protocol.requests import parse_create
 from harness.protocol.tokenizer import count_tokens, split
 from reference_server.cost_profiles import load_cost_profile
 from reference_server.engine.cost_profile import Profile
@@ -164,6 +165,24 @@ def test_streams_are_seeded_only_when_something_draws_from_them(
     lazy = plan(prod, Material("req"), tools=TOOLS)
     assert set(seeded) == {"content", "timing", "decode"}
     assert lazy == plan(prod, "req", tools=TOOLS)
+
+
+def test_a_requests_seed_is_its_seed_model_and_newest_item_hashed_when_first_drawn() -> None:
+    """A WebSocket continuation (new items only) and its stateless HTTP twin (the whole history)
+    seed alike; a scripted turn is identified by its script; nothing is hashed until asked."""
+    first, newest = {"role": "user", "content": "a"}, {"role": "user", "content": "b"}
+    body = {"model": "m", "input": [newest], "wsmode": {"seed": 7}}
+    continuation = parse_create({**body, "previous_response_id": "resp_1"}, transport="ws")
+    twin = parse_create({**body, "input": [first, newest]}, transport="http")
+    seed = Seed.of(continuation)
+    assert seed._text is None  # not hashed yet
+    assert seed.text == Seed.of(twin).text and seed.text.startswith("7:m:")
+    other = parse_create({**body, "wsmode": {"seed": 8}}, transport="ws")
+    assert Seed.of(other).text != seed.text
+    script = {"script": [{"type": "message", "text": "ok"}]}
+    scripted = parse_create({**body, "wsmode": script}, transport="ws")
+    again = parse_create({**body, "input": [first], "wsmode": script}, transport="ws")
+    assert Seed.of(scripted).text == Seed.of(again).text != Seed.of(continuation).text
 
 
 # -- messages ----------------------------------------------------------------------------------
