@@ -25,6 +25,7 @@ import io
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
@@ -112,6 +113,7 @@ def walk_frame() -> Trail:
         threading.setprofile(thread_profile)
         try:
             with running_in_thread(config) as server, connect(server.ws_url) as ws:
+                time.sleep(0.2)  # the session is set up, its reader waiting, before the frame
                 trail.active = True
                 ws.send(create)
                 first_write.wait(10)

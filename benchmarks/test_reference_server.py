@@ -24,14 +24,15 @@ from benchmarks.inputs import corpus_bodies, in_loop, run_now
 from harness.protocol import wire
 from harness.protocol.cache import ResponseCache
 from harness.protocol.events import Event
-from harness.protocol.requests import parse_client_event, parse_create
+from harness.protocol.requests import CLIENT_EVENT_TYPES, CreateRequest
 from reference_server.config import ServerConfig
 from reference_server.cost_profiles import load_cost_profile
-from reference_server.engine.engine import Engine
+from reference_server.engine.engine import Engine, Seed
+from reference_server.front.ws_session import read_frame
 from reference_server.pipeline.admission import TurnAdmission
-from reference_server.services import Services
+from reference_server.runtime.services import Services
+from reference_server.runtime.turn import TurnContext, TurnOutcome, TurnRunner
 from reference_server.state.conversation import Conversation
-from reference_server.turn import TurnContext, TurnOutcome, TurnRunner
 
 SCRIPT = {"script": [{"type": "message", "text": "ok"}]}
 WARM_CHAIN, LONG_CHAIN = 300, 3000
@@ -96,8 +97,8 @@ class Chain:
         self.runner.services.admission = TurnAdmission()
         message = frame(self.length, self.previous, self.scripted)
         started = time.perf_counter()
-        _, body = parse_client_event(wire.loads(message))
-        request = parse_create(body, transport="ws")
+        request = read_frame(message, CLIENT_EVENT_TYPES, "ws")  # as the session reads it
+        assert isinstance(request, CreateRequest)
         context = TurnContext("ws", "bench", self.cache, started, len(message), (), "bench")
         outcome: TurnOutcome = run_now(self.runner.run(request, context, send))
         return outcome
@@ -208,7 +209,7 @@ def test_unscripted_plan(benchmark: Any) -> None:
 
     def plan() -> Any:
         return engine.plan(
-            seed_material=f"rollout-0 turn {next(turn)}",  # a fresh draw each round
+            seed=Seed(f"rollout-0 turn {next(turn)}"),  # a fresh draw each round
             input_tokens=40_000,
             cached_tokens=38_000,
             tools=continuation["tools"],

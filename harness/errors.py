@@ -37,7 +37,7 @@ or the reference server's own condition. Each class is defined where it is raise
     │   │   └── TargetSilent             harness.transport.exchange: no event within event timeout
     │   ├── TargetClosed, HttpStatusError, GarbageFrame          harness.transport.failures
     │   │   └── FrameTooLarge            a frame over the client's limit (closed with 1009)
-    │   └── ClientGone                   reference_server.ws_session: the client went away
+    │   └── ClientGone                   reference_server.front.ws_session: the client went away
     ├── TargetError                      a target, or a process wsmode runs, did not do its part
     │   ├── CaseFailed                   harness.conformance.runner.context: failed early
     │   │   └── PreconditionNotMet       the target could not be brought into the case's state
@@ -48,11 +48,11 @@ or the reference server's own condition. Each class is defined where it is raise
     │   ├── EmbeddedServerError          harness.load.bench.embedded_server: `serve` did not start
     │   ├── LoadProcessError             harness.load.fixed_load_run: a client process died
     │   ├── EngineMetricsError           harness.load.engine_metrics: the metrics page unreadable
-    │   └── WorkersError                 reference_server.workers: a worker did not start
+    │   └── WorkersError                 reference_server.front.workers: a worker did not start
     └── ServerError                      the reference server's own condition, told as an API error
         ├── StoreClosed, RecordTooLarge  reference_server.store.response_store
         ├── RequiredInputTimeout         reference_server.pipeline.live: no injected tool output
-        └── InjectedFailure              reference_server.faults: a fault switched on
+        └── InjectedFailure              reference_server.hooks.faults: a fault switched on
 
 `tests/test_errors.py` holds this drawing to the code: a subclass missing here fails there, and
 every error is in one family.

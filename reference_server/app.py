@@ -26,15 +26,15 @@ from harness.protocol import errors, wire
 from harness.protocol.errors import ApiError
 from harness.transport import sockets
 from harness.transport.frontdoor import FrontDoor, WaitingDoors
-from reference_server.auth import KeyRing
 from reference_server.config import ServerConfig
-from reference_server.connection import StampedServerConnection, StampedStreamProtocol
-from reference_server.connection_caps import ConnectionCaps
-from reference_server.http_api import HttpConnection
-from reference_server.logs import handshake_logger
-from reference_server.observer import Direction, ServerObserver, redacted_head
-from reference_server.services import Services
-from reference_server.ws_session import WebSocketSession
+from reference_server.front.auth import KeyRing
+from reference_server.front.connection import StampedServerConnection, StampedStreamProtocol
+from reference_server.front.connection_caps import ConnectionCaps
+from reference_server.front.http_api import HttpConnection
+from reference_server.front.ws_session import WebSocketSession
+from reference_server.hooks.observer import ServerObserver, redacted_head
+from reference_server.runtime.logs import handshake_logger
+from reference_server.runtime.services import Services
 
 _WS_PATHS = ("/v1/responses", "/responses")
 
@@ -57,7 +57,8 @@ class ReferenceServer:
     def __init__(self, config: ServerConfig, observer: ServerObserver | None = None) -> None:
         self.config = config
         self.services = Services.build(config)
-        self.services.observer = observer  # `wsmode certify-client` watches the wire
+        self.hooks = self.services.hooks  # the faults, a client case's script, the observer
+        self.hooks.observer = observer  # `wsmode certify-client` watches the wire
         self._labels = itertools.count(1)  # the observer's names for connections
         self._case_refusals: dict[str, ApiError] = {}  # label -> refusal (client cases)
         self.keyring = KeyRing(config.api_keys)
@@ -71,7 +72,7 @@ class ReferenceServer:
         self._sessions: set[WebSocketSession] = set()
         self._waiting_doors = WaitingDoors()  # connections whose head is not in yet
         self._stopped = False
-        # the connection caps, counted across every worker of the port (connection_caps.py)
+        # the connection caps, counted across every worker of the port (front/connection_caps.py)
         self.caps = ConnectionCaps(
             config.limits, config.api_keys, config.connection_counts, config.worker_index
         )
@@ -107,7 +108,7 @@ class ReferenceServer:
             self.config.host,
             self.config.port,
             receive_buffer_bytes=limits.socket_receive_buffer_bytes,
-            reuse_port=self.config.workers > 1,  # the workers share the port (workers.py)
+            reuse_port=self.config.workers > 1,  # the workers share the port (front/workers.py)
         )
         self._asyncio_server = await loop.create_server(
             lambda: FrontDoor(
@@ -181,10 +182,10 @@ class ReferenceServer:
         assert self._ws_server is not None
         limits = self.config.limits
         label = self._observe_upgrade(head)
-        script = self.services.case_script
+        script = self.hooks.script
         action = script.next_upgrade() if script is not None else "accept"
         if action == "drop":  # a client case: the connection closes before any answer
-            self._record(label, "meta", "dropped", "TCP connection closed before any answer")
+            self.hooks.record(label, "meta", "dropped", "TCP connection closed before any answer")
             transport.close()
             return
         if not isinstance(action, str):
@@ -206,15 +207,11 @@ class ReferenceServer:
         connection.data_received(head)
 
     def _observe_upgrade(self, head: bytes) -> str:
-        if self.services.observer is None and self.services.case_script is None:
+        if self.hooks.observer is None and self.hooks.script is None:
             return ""
         label = f"ws{next(self._labels)}"
-        self._record(label, "in", "upgrade", redacted_head(head))
+        self.hooks.record(label, "in", "upgrade", redacted_head(head))
         return label
-
-    def _record(self, label: str, direction: Direction, kind: str, data: str) -> None:
-        if self.services.observer is not None:
-            self.services.observer.record(label, direction, kind, data)
 
     def _admit_http(self) -> bool:
         """Room for one more HTTP connection (and not draining)?"""
@@ -229,9 +226,9 @@ class ReferenceServer:
         protocol.data_received(head)
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         handler = HttpConnection(self.services, self.keyring, reader, writer, protocol)
-        if self.services.observer is not None:
+        if self.hooks.observer is not None:
             handler.connection_id = f"http{next(self._labels)}"
-            self._record(handler.connection_id, "in", "http", redacted_head(head))
+            self.hooks.record(handler.connection_id, "in", "http", redacted_head(head))
         task = loop.create_task(handler.serve())
         self._http_tasks.add(task)
         self._http_handlers[task] = handler
@@ -248,7 +245,7 @@ class ReferenceServer:
         if refusal is not None:  # a client case's refusal (faults.CaseBehaviour)
             response = _json_response(refusal, self.config.case_behaviour.retry_after_s)
             shown = f"HTTP {refusal.status}\n{response.body.decode()}"
-            self._record(label, "out", "refused", shown)
+            self.hooks.record(label, "out", "refused", shown)
             return response
         if request.path.split("?", 1)[0] not in _WS_PATHS:
             return _json_response(
@@ -275,7 +272,7 @@ class ReferenceServer:
     async def _serve_websocket(self, connection: ServerConnection) -> None:
         assert isinstance(connection, StampedServerConnection)  # accept_websocket builds only those
         tenant = connection.username
-        self._record(connection.label, "out", "open", "HTTP 101 Switching Protocols")
+        self.hooks.record(connection.label, "out", "open", "HTTP 101 Switching Protocols")
         session = WebSocketSession(self.services, connection, tenant)
         self._sessions.add(session)
         try:

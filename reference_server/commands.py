@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 from harness.options import add_options, from_args
 from harness.usage import API_KEY_ENV, env_setting, usage_error
-from reference_server import logs
 from reference_server.app import ReferenceServer
 from reference_server.config import ServerConfig
 from reference_server.cost_profiles import load_cost_profile
-from reference_server.workers import run_workers
+from reference_server.front.workers import run_workers
+from reference_server.runtime import logs
 
 SERVE = "wsmode serve"  # the command its usage errors name
 

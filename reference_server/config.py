@@ -24,11 +24,11 @@ from harness.options import (
 from harness.protocol.cache import CachePolicy
 from harness.usage import API_KEY_ENV
 from reference_server.cost_profiles import PROFILE_NAMES
-from reference_server.faults import ALL_FAULTS, CaseBehaviour, check_fault_names
-from reference_server.logs import LOG_FORMATS, LOG_LEVELS, LogFormat
+from reference_server.hooks.faults import ALL_FAULTS, CaseBehaviour, check_fault_names
+from reference_server.runtime.logs import LOG_FORMATS, LOG_LEVELS, LogFormat
 
 if TYPE_CHECKING:
-    from reference_server.shared_counts import SharedCounts
+    from reference_server.front.shared_counts import SharedCounts
 
 
 def default_data_dir() -> Path:
@@ -266,7 +266,7 @@ class ServerConfig:
         "(clients such as codex fall back to HTTP at once); HTTP/SSE is served as usual",
         on=True,
     )
-    # stderr log lines (logs.py); in the config so `--workers` processes log the same way
+    # stderr log lines (runtime/logs.py); in the config so `--workers` processes log the same way
     log_level: str = field(
         default="info",
         metadata=cli(
@@ -302,7 +302,8 @@ class ServerConfig:
     # The emitter checks every event it builds against the protocol's grammar (its accumulator):
     # ~18% of a short turn's CPU. The tests switch it on; a serving process trusts the emitter.
     self_check: bool = False
-    # `wsmode serve --workers N`: N processes on one port (workers.py); this one is `worker_index`.
+    # `wsmode serve --workers N`: N processes on one port (front/workers.py); this one is
+    # `worker_index`.
     workers: int = field(
         default=1,
         metadata=cli(
@@ -314,8 +315,8 @@ class ServerConfig:
         ),
     )
     worker_index: int = 0
-    # the workers' shared connection counts (connection_caps.py), made by the parent; None: one
-    # process, counting for itself
+    # the workers' shared connection counts (front/connection_caps.py), made by the parent;
+    # None: one process, counting for itself
     connection_counts: SharedCounts | None = field(default=None, compare=False, repr=False)
 
     @property

@@ -1,7 +1,7 @@
 """The kill matrix: the suites against the reference server with each opt-in fault.
 
-`EXPECTED` maps every fault of `reference_server/faults.py` to the cases that must FAIL when it
-is on (the cases written to catch it). `run_matrix` certifies the clean server and every faulty
+`EXPECTED` maps every fault of `reference_server/hooks/faults.py` to the cases that must FAIL when
+it is on (the cases written to catch it). `run_matrix` certifies the clean server and every faulty
 one, in parallel subprocesses (several embedded targets per `pytest suites` run), and
 `check_matrix` lists what does not hold: a clean MUST/SHOULD case not passing, an expected
 catcher not failing, a fault caught by nothing, and for `EXACT_FAULTS` any other case failing.
@@ -123,7 +123,7 @@ class MatrixRun:
 
 
 def all_faults() -> dict[str, str]:
-    from reference_server.faults import ALL_FAULTS
+    from reference_server.hooks.faults import ALL_FAULTS
 
     return dict(ALL_FAULTS)
 

@@ -135,6 +135,7 @@ class Profile:
             raise CostProfileError(f"{self.name}: burst_probability > 0 needs burst_tokens_per_s")
         if not 0.0 <= self.jitter_fraction < 1.0:
             raise CostProfileError(f"{self.name}: jitter_fraction must be in [0, 1)")
+        _ = self.is_zero  # what every turn asks, worked out once here and not in a first turn
 
     # -- construction -------------------------------------------------------------------------
 

@@ -3,8 +3,8 @@
 :meth:`Engine.plan` turns a request's shape into a :class:`GenerationPlan`: the output items with
 their token pieces, usage counts, the time to first token and the decode rate. It reads no clock
 and does no I/O; the server emits the plan's pieces on an `emission.TokenSchedule`. Random
-streams are derived from ``(engine seed, seed_material)`` with SHA-256: one for content, one for
-queue/prefill jitter and one for the decode rate, so the same request produces the same output
+streams are derived from ``(engine seed, the request's Seed)`` with SHA-256: one for content, one
+for queue/prefill jitter and one for the decode rate, so the same request produces the same output
 in every process and under every profile (only its timing changes with the profile), and gets
 the same burst decision and jitter whatever its cached-token split.
 
@@ -46,7 +46,7 @@ import json
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from reference_server.engine.argsynth import UnsatisfiableSchema, synthesize_arguments
 from reference_server.engine.cost_profile import Profile
@@ -66,6 +66,9 @@ from reference_server.engine.generation_plan import (
 from reference_server.engine.scripted_output import scripted_items
 from reference_server.engine.tool_choice import function_tools, resolve_tool_choice
 
+if TYPE_CHECKING:
+    from harness.protocol.requests import CreateRequest
+
 __all__ = [
     "AUTO_CALL_PROBABILITY",
     "MAX_PARALLEL_CALLS",
@@ -74,8 +77,7 @@ __all__ = [
     "MESSAGE_SIGMA",
     "REASONING_EFFORTS",
     "Engine",
-    "SeedMaterial",
-    "computed_once",
+    "Seed",
 ]
 
 MESSAGE_MEDIAN_TOKENS: Final = 150
@@ -99,19 +101,51 @@ _REASONING_SIGMA: Final = 0.6
 
 _SEED_DOMAIN: Final = "wsmode-engine/v1"
 T = TypeVar("T")
-# What a turn's random streams derive from: the string, or a function computing it on demand.
-# The function form stays on purpose: computing the material for every turn (a SHA-256 of the
-# newest input) moved the continuation bench beyond its noise (issue 20, bench/README.md).
-SeedMaterial = str | Callable[[], str]
+# json.dumps(basis, sort_keys=True, default=str), the same text without building an encoder
+# per call (half the cost of hashing a seed)
+_SEED_JSON = json.JSONEncoder(sort_keys=True, default=str)
+
+
+class Seed:
+    """What a turn's random streams derive from, besides the engine's own seed: its request.
+
+    `Seed.of(request)` is the request's `wsmode.seed`, its model and what identifies its output:
+    its script, else its newest input item. Never the whole input, which differs between a
+    WebSocket continuation (new items only) and its stateless HTTP twin (the full history), so
+    paired replays get identical draws on every transport. The text is hashed the first time a
+    stream is drawn: a turn of a jitter-free profile with fixed text draws none (hashing every
+    turn moved the continuation bench beyond its noise, issue 20). `Seed(text)` is given outright.
+    """
+
+    __slots__ = ("_basis", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text: str | None = text
+        self._basis: tuple[int, str, object] = (0, "", None)
+
+    @classmethod
+    def of(cls, request: CreateRequest) -> Seed:
+        seed = cls.__new__(cls)
+        seed._text = None
+        basis = request.script if request.script is not None else request.input[-1:]
+        seed._basis = (request.seed if request.seed is not None else 0, request.model, basis)
+        return seed
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            number, model, basis = self._basis
+            digest = hashlib.sha256(_SEED_JSON.encode(basis).encode()).hexdigest()
+            self._text = f"{number}:{model}:{digest}"
+        return self._text
 
 
 # -- the engine -------------------------------------------------------------------------------
 
 
-def computed_once(make: Callable[[], T]) -> Callable[[], T]:
-    """`make()`, called the first time the result is asked for and remembered: for what a turn
-    may not need (a seeded stream, its seed material). functools.cache is slower to set up
-    than seeding is to skip."""
+def _once(make: Callable[[], T]) -> Callable[[], T]:
+    """`make()`, called the first time the result is asked for and remembered (a stream a plan
+    may not draw from). functools.cache is slower to set up than seeding is to skip."""
     made: list[T] = []
 
     def value() -> T:
@@ -130,21 +164,16 @@ class Engine:
         self.seed = seed
         warm_filler_pool()  # once per process, at start-up rather than in a first reply
 
-    def rng(self, seed_material: SeedMaterial, stream: str = "content") -> random.Random:
-        """A random stream derived from (engine seed, stream, seed material) with SHA-256.
-
-        The material may be given as a function that computes it: it is asked for only when a
-        stream is seeded, and a turn of a jitter-free profile with fixed text seeds none.
-        """
-        material = seed_material if isinstance(seed_material, str) else seed_material()
-        data = f"{_SEED_DOMAIN}\0{self.seed}\0{stream}\0{material}"
+    def rng(self, seed: Seed, stream: str = "content") -> random.Random:
+        """A random stream derived from (engine seed, stream, the request's seed) with SHA-256."""
+        data = f"{_SEED_DOMAIN}\0{self.seed}\0{stream}\0{seed.text}"
         digest = hashlib.sha256(data.encode("utf-8", "surrogatepass")).digest()
         return random.Random(int.from_bytes(digest[:16], "big"))
 
     def plan(
         self,
         *,
-        seed_material: SeedMaterial,
+        seed: Seed,
         input_tokens: int,
         cached_tokens: int = 0,
         tools: Sequence[Mapping[str, Any]] = (),
@@ -161,7 +190,7 @@ class Engine:
         followed by a message, which its agent says once their outputs are injected."""
         _check_counts(input_tokens, cached_tokens, max_output_tokens)
         # Seeding a stream costs ~5 us: a script that needs no draws (fixed text) never pays it.
-        content = computed_once(lambda: self.rng(seed_material, "content"))
+        content = _once(lambda: self.rng(seed, "content"))
         if script is not None:
             items = scripted_items(script, content)
         else:
@@ -175,8 +204,8 @@ class Engine:
             if answer_after_calls and items and items[-1].kind == "function_call":
                 items = (*items, _message_item(content()))
         items, truncated = truncate_items(items, max_output_tokens)
-        queue_s, prefill_s = self._queue_and_prefill_s(seed_material, input_tokens, cached_tokens)
-        rate, burst = self._decode_rate(seed_material)
+        queue_s, prefill_s = self._queue_and_prefill_s(seed, input_tokens, cached_tokens)
+        rate, burst = self._decode_rate(seed)
         return GenerationPlan(
             items=items,
             output_tokens=sum(item.token_count for item in items),
@@ -195,26 +224,26 @@ class Engine:
     # HTTP twin differ only in what they are charged for).
 
     def _queue_and_prefill_s(
-        self, seed_material: SeedMaterial, input_tokens: int, cached_tokens: int
+        self, seed: Seed, input_tokens: int, cached_tokens: int
     ) -> tuple[float, float]:
         p = self.profile
         if p.is_zero:  # nothing costs anything: no stage to price
             return 0.0, 0.0
         # Without jitter every factor is 1.0: the stream would be seeded for nothing.
-        timing = self.rng(seed_material, "timing") if p.jitter_fraction else None
+        timing = self.rng(seed, "timing") if p.jitter_fraction else None
         queue_s = p.stage_cost_s("queue", 1, rng=timing)
         prefill_s = p.stage_cost_s(
             "prefill_uncached", input_tokens - cached_tokens, rng=timing
         ) + p.stage_cost_s("prefill_cached", cached_tokens, rng=timing)
         return queue_s, prefill_s
 
-    def _decode_rate(self, seed_material: SeedMaterial) -> tuple[float, bool]:
+    def _decode_rate(self, seed: Seed) -> tuple[float, bool]:
         """(tokens/s, burst): the profile's rate, or its burst rate on a burst draw, jittered."""
         p = self.profile
         may_burst = p.burst_tokens_per_s is not None and p.burst_probability > 0
         if not (may_burst or p.jitter_fraction):  # no draw could change the rate
             return p.decode_tokens_per_s, False
-        decode = self.rng(seed_material, "decode")
+        decode = self.rng(seed, "decode")
         burst = p.burst_tokens_per_s is not None and decode.random() < p.burst_probability
         base_rate = p.decode_tokens_per_s
         if burst and p.burst_tokens_per_s is not None:

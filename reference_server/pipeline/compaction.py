@@ -21,9 +21,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from harness.protocol.items import item_text, item_type
-from reference_server.engine.engine import Engine, SeedMaterial
-from reference_server.pipeline.ids import new_id
-from reference_server.pipeline.prepared import PreparedTurn
+from reference_server.engine.engine import Engine, Seed
+from reference_server.pipeline.prepare import PreparedTurn
+from reference_server.pipeline.response import new_id
+from reference_server.state.prefix import PrefixCache
 from reference_server.state.sealed import open_sealed, seal
 
 SUMMARY_CHARS: Final = 4096  # ~1k tokens of the compacted items' text survive a compaction
@@ -66,15 +67,16 @@ def _user_message(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def compact(
-    prepared: PreparedTurn, engine: Engine, seed: SeedMaterial, cached_tokens: int
+    prepared: PreparedTurn, engine: Engine, seed: Seed, prefix_cache: PrefixCache
 ) -> dict[str, Any]:
     """The compacted response of a prepared (resolved, validated, rendered) request."""
+    cached_tokens = prefix_cache.match(prepared.prompt.item_keys)  # not a turn's: not counted
     output = compacted_window(prepared.items)
     sealed = open_sealed("compaction", output[-1]["encrypted_content"]) or {}
     summary = str(sealed.get("summary", ""))
     prompt_tokens = prepared.prompt.token_count
     plan = engine.plan(
-        seed_material=seed,
+        seed=seed,
         input_tokens=prompt_tokens,
         cached_tokens=cached_tokens,
         script=[{"type": "message", "text": summary}] if summary else [],

@@ -1,6 +1,8 @@
 """The engine stage: plan the response, then emit its tokens on the decode schedule.
 
-The engine's plan fixes the output and its timing (queue + prefill on the uncached tokens, then
+The prompt's longest cached prefix is looked up first (the engine's KV prefix cache: those
+tokens prefill cheaply). The engine's plan fixes the output and its timing (queue + prefill on
+the uncached tokens, then
 the profile's decode rate); emission sends token i at t0 + ttft + i/tps, and a late wake-up
 sends every due token as one delta, so the achieved rate matches the configured one
 (ARCHITECTURE.md §3). A message the output classifier flags is cut before its text and ends the
@@ -14,12 +16,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import hashlib
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
 
 from harness.protocol import errors
 from harness.protocol.beta import STEERED
@@ -27,27 +26,17 @@ from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.events import Event
 from harness.protocol.requests import CreateRequest
 from reference_server.engine.emission import DeltaPacer, TokenSchedule
-from reference_server.engine.engine import Engine, SeedMaterial
+from reference_server.engine.engine import Engine, Seed
 from reference_server.engine.filler_text import pool_texts
 from reference_server.engine.generation_plan import GenerationPlan, PlanError, PlannedItem
-from reference_server.pipeline.ids import new_id
 from reference_server.pipeline.live import LiveResponse
 from reference_server.pipeline.outbox import Outbox
+from reference_server.pipeline.prepare import Prompt
 from reference_server.pipeline.refusals import RequestRefused
+from reference_server.pipeline.response import Decoded, Status, new_id
 from reference_server.pipeline.stages import Counters
+from reference_server.state.prefix import PrefixCache
 from reference_server.state.safety import classify_output, output_screen_passes_joined
-
-Status = Literal["completed", "incomplete", "failed"]
-
-
-@dataclass(frozen=True, slots=True)
-class Decoded:
-    status: Status  # completed, or incomplete (truncated, content filter, steered)
-    first_output_at: float | None  # perf_counter() when the first output item began (TTFE)
-    first_token_at: float | None = None  # perf_counter() at the first content token's write
-    incomplete_reason: str | None = None  # when not the plan's (truncation / content filter)
-    cut_at_tokens: int | None = None  # a steer ended it early: (output, reasoning) tokens sent
-    cut_reasoning_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,45 +47,28 @@ class _Schedule(TokenSchedule):
     pacer: DeltaPacer | None = None  # only without a cap: a capped stream must send them all
 
 
-# json.dumps(basis, sort_keys=True, default=str), the same text without building an encoder
-# per call (half the cost of the seed material)
-_SEED_JSON = json.JSONEncoder(sort_keys=True, default=str)
-
-
-def seed_material(request: CreateRequest) -> str:
-    """What seeds a turn's random draws (content, jitter, bursts), the same on every transport.
-
-    A scripted turn is identified by its script, anything else by its newest input item: never
-    by the whole input, which differs between a WebSocket continuation (new items only) and its
-    stateless HTTP twin (full history), so paired replays get identical draws.
-    """
-    seed = request.seed if request.seed is not None else 0
-    basis: Any = request.script if request.script is not None else request.input[-1:]
-    digest = hashlib.sha256(_SEED_JSON.encode(basis).encode()).hexdigest()
-    return f"{seed}:{request.model}:{digest}"
-
-
-def plan_response(
+def plan_turn(
     engine: Engine,
     request: CreateRequest,
+    prompt: Prompt,
+    prefix_cache: PrefixCache,
     *,
-    seed_material: SeedMaterial,
-    prompt_tokens: int,
-    cached_tokens: int,
+    seed: Seed,
     output_limit_tokens: int,
-) -> GenerationPlan:
-    """The engine's plan; raises RequestRefused for a request it cannot plan (a bad script)."""
+) -> tuple[GenerationPlan, int]:
+    """The engine's plan, and how many prompt tokens its prefix cache holds; raises
+    RequestRefused for a request it cannot plan (a bad script)."""
+    prompt_tokens = prompt.token_count
+    cached_tokens = prefix_cache.lookup(prompt.item_keys, prompt_tokens)
     try:
         if not request.generate:  # a warm-up: no output, the prompt is prefilled
-            return engine.plan(
-                seed_material=seed_material,
-                input_tokens=prompt_tokens,
-                cached_tokens=cached_tokens,
-                script=[],
+            plan = engine.plan(
+                seed=seed, input_tokens=prompt_tokens, cached_tokens=cached_tokens, script=[]
             )
+            return plan, cached_tokens
         max_output = min(request.max_output_tokens or output_limit_tokens, output_limit_tokens)
-        return engine.plan(
-            seed_material=seed_material,
+        plan = engine.plan(
+            seed=seed,
             input_tokens=prompt_tokens,
             cached_tokens=cached_tokens,
             tools=request.tools,
@@ -109,6 +81,16 @@ def plan_response(
         )
     except PlanError as exc:
         raise RequestRefused(errors.invalid_request(str(exc), param="wsmode.script")) from None
+    return plan, cached_tokens
+
+
+def keep_prefill(prefix_cache: PrefixCache, prompt: Prompt, cached_tokens: int) -> int:
+    """The prompt is prefilled now: its KV prefix is reusable. Returns the prompt tokens this
+    added to the prefix cache (the usage's `cache_write_tokens`)."""
+    if not prompt.item_keys:
+        return 0
+    prefix_cache.insert(prompt.item_keys[-1], prompt.token_count)
+    return prompt.token_count - cached_tokens
 
 
 async def decode(

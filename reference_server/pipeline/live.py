@@ -30,8 +30,8 @@ from typing import Any, Literal, Protocol
 
 from harness.errors import ServerError
 from harness.protocol.emitter import ResponseEmitter
-from reference_server.pipeline.ids import new_id
 from reference_server.pipeline.outbox import Outbox
+from reference_server.pipeline.response import new_id
 
 Boundary = Literal["go", "stop"]
 

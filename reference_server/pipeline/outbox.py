@@ -31,8 +31,8 @@ class Send(Protocol):
 
 
 class EventRewriter(Protocol):
-    """The event faults (`faults.EventFaults`): false when none is active; else each outgoing
-    event becomes the events that go out instead."""
+    """The event faults (`hooks.faults.EventFaults`): false when none is active; else each
+    outgoing event becomes the events that go out instead."""
 
     def __bool__(self) -> bool: ...
 
@@ -40,17 +40,16 @@ class EventRewriter(Protocol):
 
 
 class Outbox:
-    def __init__(self, send: Send, faults: EventRewriter) -> None:
+    def __init__(self, send: Send, faults: EventRewriter | None = None) -> None:
         self._send = send
-        self._faults = faults
-        self._rewrites = bool(faults)  # asked at every emit: asked once
+        self._faults = faults if faults else None  # asked at every emit: asked once
         self._held: list[Event] = []  # events waiting to ride with the next write
         self.first_token_at: float | None = None  # perf_counter() at the first token's write
 
     async def emit(self, events: Event | Sequence[Event], *, hold: bool = False) -> None:
         """Queue `events`; write at once only what carries the first token (unless `hold`)."""
         batch = [events] if isinstance(events, dict) else list(events)
-        if self._rewrites:
+        if self._faults is not None:
             batch = [out for event in batch for out in self._faults.apply(event)]
         self._held.extend(batch)
         if hold:

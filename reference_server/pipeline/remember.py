@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.protocol import wire
-from reference_server.pipeline.prepared import PreparedTurn
+from reference_server.engine.generation_plan import GenerationPlan, resplit_texts
+from reference_server.pipeline.prepare import PreparedTurn
 from reference_server.pipeline.stages import Counters
 from reference_server.pipeline.turn_cache import TurnCache
 from reference_server.state.conversation import Conversation
@@ -24,15 +25,16 @@ def remember(
     tenant: str,
     output: list[dict[str, Any]],
     response: dict[str, Any],
+    plan: GenerationPlan,
     *,
     cache: TurnCache,
     prefix_cache: PrefixCache,
     metrics: Counters,
-    known_pieces: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Conversation:
-    """Build the turn's entry, key its output for the prefix cache, put it in the cache.
-    ``known_pieces``: the output's texts with the token pieces the engine planned for them
-    (`generation_plan.resplit_texts`), so rendering the output splits none of them again."""
+    """Build the turn's entry, key its output for the prefix cache, put it in the cache. The
+    output is rendered from the token pieces the engine planned for its texts, so rendering it
+    splits none of them again."""
+    known_pieces = resplit_texts(plan.items)
     entry = next_entry(prepared, tenant, tuple(output), response, known_pieces)
     if entry.item_keys:  # decoded output is in the KV cache too
         prefix_cache.insert(entry.item_keys[-1], len(entry.prefix) + entry.rendering.token_count)
@@ -46,12 +48,12 @@ def next_entry(
     tenant: str,
     output_items: tuple[dict[str, Any], ...],
     response: dict[str, Any],
-    known_pieces: Mapping[str, tuple[str, ...]] | None = None,
+    known_pieces: Mapping[str, tuple[str, ...]],
 ) -> Conversation:
     request, prompt = prepared.request, prepared.prompt
     parent_size = prepared.parent.size_bytes if prepared.parent else 0
     new_size = len(wire.dumps_bytes([request.input, output_items]))  # the bytes they'd take
-    rendering = prompt.rendering.append(output_items, known_pieces or {})
+    rendering = prompt.rendering.append(output_items, known_pieces)
     # Keys for the output items too, so the next turn's prefix match covers them.
     new_chunks = rendering.chunks.tail(len(prompt.item_keys))
     return Conversation(
@@ -63,8 +65,8 @@ def next_entry(
         prefix=prompt.prefix,
         prefix_root=prompt.prefix_root,
         item_keys=chain_keys(prompt.prefix_root, new_chunks, prompt.item_keys),
-        validation=prepared.checked.validation.with_output(output_items),
-        safety=prepared.checked.safety,
+        validation=prepared.validation.with_output(output_items),
+        safety=prepared.safety,
         route=prepared.route,
         tenant=tenant,
         store=request.store,

@@ -1,19 +1,31 @@
-"""The resolve stage: previous_response_id -> connection cache -> persistent store -> error.
+"""The resolve stage: what a request refers to, its parent and the items it names.
 
-A cache hit hands the turn its parent's carried state; a stored response (store=true) is
-hydrated, which re-validates, re-classifies and re-renders the whole chain (the slow path); an id
-found in neither is `previous_response_not_found` (PROTOCOL.md §5.1). A parent cached for another
-tenant is not a hit.
+previous_response_id -> connection cache -> persistent store -> error. A cache hit hands the
+turn its parent's carried state; a stored response (store=true) is hydrated, which re-validates,
+re-classifies and re-renders the whole chain (the slow path); an id found in neither is
+`previous_response_not_found` (PROTOCOL.md §5.1). A parent cached for another tenant is not a
+hit.
+
+Item references: `{"type": "item_reference", "id": ...}` stands for an item of the chain. A
+client may name an earlier item by its id instead of resending it (openai-python 3.57
+`ItemReference`). The id is looked up in the chain resolved (the connection cache's or the
+store's entry) and in the request's own earlier items, and the item is put in the reference's
+place, so every later stage sees the item itself. An id that names nothing is left in place:
+validation refuses it (`item_not_found`, with the reference's `param`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.protocol import errors
 from harness.protocol.cache import Resolution
+from harness.protocol.items import item_type
+from harness.protocol.requests import CreateRequest
 from reference_server.pipeline.refusals import RequestRefused
 from reference_server.pipeline.stages import Counters, StageLog
 from reference_server.pipeline.turn_cache import TurnCache
@@ -27,14 +39,16 @@ from reference_server.store.persistence import Persistence
 
 @dataclass(frozen=True, slots=True)
 class Resolved:
-    """The parent a turn continues from; both None for a turn without previous_response_id."""
+    """The request with its item references replaced, and the parent it continues from (both
+    None for a turn without previous_response_id)."""
 
+    request: CreateRequest
     parent: Conversation | None = None
     resolution: Resolution | None = None
 
 
-async def resolve_previous(
-    previous_id: str | None,
+async def resolve(
+    request: CreateRequest,
     tenant: str,
     cache: TurnCache,
     *,
@@ -42,13 +56,15 @@ async def resolve_previous(
     metrics: Counters,
     stages: StageLog,
 ) -> Resolved:
-    """Find the parent; raises RequestRefused when it is neither cached nor stored."""
+    """Find the parent, then the referenced items; raises RequestRefused when the parent is
+    neither cached nor stored."""
+    previous_id = request.previous_response_id
     if previous_id is None:
-        return Resolved()
+        return Resolved(resolve_references(request, None))
     cached = cache.lookup(previous_id)
     if cached is not None and cached.tenant == tenant:
         metrics.inc("wsmode_cache_total", outcome="hit")
-        return Resolved(cached, Resolution.HIT)
+        return Resolved(resolve_references(request, cached), cached, Resolution.HIT)
     started = time.perf_counter()
     record = await persistence.hydrate(tenant, previous_id)
     stages.took("hydrate", started)
@@ -57,7 +73,33 @@ async def resolve_previous(
         raise RequestRefused(errors.previous_response_not_found(previous_id))
     stages.charge("hydrate", 1)
     metrics.inc("wsmode_cache_total", outcome="hydrate")
-    return Resolved(hydrate(record, tenant, stages), Resolution.HYDRATE)
+    parent = hydrate(record, tenant, stages)
+    return Resolved(resolve_references(request, parent), parent, Resolution.HYDRATE)
+
+
+def resolve_references(request: CreateRequest, parent: Conversation | None) -> CreateRequest:
+    """`request` with each item reference replaced by the item it names (when found)."""
+    if not any(item_type(item) == "item_reference" for item in request.input):
+        return request  # the common case costs one pass over the new items
+    chain: Sequence[Mapping[str, Any]] = parent.items if parent is not None else ()
+    resolved: list[dict[str, Any]] = []
+    for item in request.input:
+        if item_type(item) == "item_reference":
+            found = _find(item.get("id"), resolved) or _find(item.get("id"), chain)
+            resolved.append(dict(found) if found is not None else item)
+        else:
+            resolved.append(item)
+    return dataclasses.replace(request, input=tuple(resolved))
+
+
+def _find(item_id: object, items: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    if not isinstance(item_id, str):
+        return None
+    for index in range(len(items) - 1, -1, -1):  # the newest item of that id
+        item = items[index]
+        if item.get("id") == item_id and item_type(item) != "item_reference":
+            return item
+    return None
 
 
 def hydrate(record: dict[str, Any], tenant: str, stages: StageLog) -> Conversation:

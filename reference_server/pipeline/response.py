@@ -1,10 +1,16 @@
-"""The Response object a turn reports: its fields, usage, terminal events and `wsmode` extras."""
+"""What a turn reports of its response: the ids it mints, the Response object (its fields,
+usage, terminal events, `wsmode` extras), and how the decode ended (`Decoded`).
+
+Ids (responses, items, calls, steers) are random from the OS, read in blocks.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from harness.protocol.cache import Resolution
 from harness.protocol.emitter import ResponseEmitter
@@ -13,9 +19,52 @@ from harness.protocol.events import Event, response_object
 from harness.protocol.extension import ServerStamps
 from harness.protocol.requests import CreateRequest
 from reference_server.engine.generation_plan import GenerationPlan
-from reference_server.pipeline.ids import new_id
-from reference_server.pipeline.inference import Decoded
 from reference_server.pipeline.outbox import Send
+
+
+class _EntropyPool:
+    """os.urandom read 4 KiB at a time: one syscall per 256 ids, not one per id (ids are
+    minted several times a turn). Emptied in a forked child, so no two processes share bytes."""
+
+    _READ_BYTES = 4096
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._offset = 0
+        os.register_at_fork(after_in_child=self.empty)
+
+    def empty(self) -> None:
+        self._buffer, self._offset = b"", 0
+
+    def take(self, count: int) -> bytes:
+        if self._offset + count > len(self._buffer):
+            self._buffer, self._offset = os.urandom(self._READ_BYTES), 0
+        start = self._offset
+        self._offset += count
+        return self._buffer[start : self._offset]
+
+
+_ENTROPY = _EntropyPool()
+
+
+def new_id(prefix: str) -> str:
+    """`prefix_` and 32 hex digits from the OS's CSPRNG (as secrets.token_hex(16))."""
+    return f"{prefix}_{_ENTROPY.take(16).hex()}"
+
+
+Status = Literal["completed", "incomplete", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """How the engine stage's decode ended: what the terminal, its usage and stamps report."""
+
+    status: Status  # completed, or incomplete (truncated, content filter, steered)
+    first_output_at: float | None  # perf_counter() when the first output item began (TTFE)
+    first_token_at: float | None = None  # perf_counter() at the first content token's write
+    incomplete_reason: str | None = None  # when not the plan's (truncation / content filter)
+    cut_at_tokens: int | None = None  # a steer ended it early: (output, reasoning) tokens sent
+    cut_reasoning_tokens: int = 0
 
 
 def new_response(

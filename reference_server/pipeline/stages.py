@@ -14,6 +14,7 @@ import time
 from typing import Protocol
 
 from reference_server.engine.cost_profile import Profile, Stage
+from reference_server.engine.engine import Engine, Seed
 
 
 class Counters(Protocol):
@@ -33,6 +34,21 @@ class StageLog:
         self.charged_ms: dict[str, float] = {}
         self._unpaid_s = 0.0
         self._free = profile.is_zero and rng is None
+
+    @classmethod
+    def of_request(cls, engine: Engine, request_bytes: int, seed: Seed | None = None) -> StageLog:
+        """A request's log, its frame's transfer and parse charged (the session or the HTTP
+        handler did them). With the request's `seed`, a jittering profile's charges are jittered
+        from its own `stages` stream (seeded only then: without jitter it would be wasted)."""
+        profile = engine.profile
+        jitter = None
+        if seed is not None and profile.jitter_fraction:
+            jitter = engine.rng(seed, "stages")
+        stages = cls(profile, jitter)
+        kib = request_bytes / 1024
+        stages.charge("transfer", kib)
+        stages.charge("parse", kib)
+        return stages
 
     def took(self, name: str, started: float) -> None:
         """Add the real time since `started` (perf_counter()) to the stage (one call: a

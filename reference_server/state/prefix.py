@@ -40,6 +40,10 @@ class PrefixCache:
         self.max_bytes = max_bytes
         self.max_keys = max(1, max_bytes // ENTRY_BYTES)
         self._keys: OrderedDict[int, int] = OrderedDict()  # prefix key -> its token count
+        # the turns' lookups, as vLLM counts them (its /metrics), so a bench reads either
+        # engine the same way: prompt tokens looked up, and found
+        self.queried_tokens = 0
+        self.hit_tokens = 0
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -56,6 +60,13 @@ class PrefixCache:
                 self._keys.move_to_end(key)
                 return tokens
         return 0
+
+    def lookup(self, keys: Sequence[int], prompt_tokens: int) -> int:
+        """`match` for a turn's prompt of `prompt_tokens` tokens, counted."""
+        hit = self.match(keys)
+        self.queried_tokens += prompt_tokens
+        self.hit_tokens += hit
+        return hit
 
     def insert(self, key: int, tokens: int) -> None:
         self._keys[key] = tokens

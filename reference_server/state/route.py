@@ -1,7 +1,7 @@
 """The route a request takes: its canonical model and serving pool.
 
 A routing service resolves model aliases and picks a pool; the resolution is carried in the
-cache entry, so the route stage (`pipeline/route.py`) can reuse it for a continuation.
+cache entry, so the route stage (`pipeline/prepare.py`) can reuse it for a continuation.
 """
 
 from __future__ import annotations

@@ -409,7 +409,7 @@ def _check_compaction(check: _Check, item: Mapping[str, Any]) -> None:
 
 
 def _check_item_reference(check: _Check, item: Mapping[str, Any]) -> None:
-    """Left only when it named no item of the chain (pipeline/references.py resolves the rest)."""
+    """Left only when it named no item of the chain (pipeline/resolve.py resolves the rest)."""
     item_id = check.string(item, "id", check.base + ".id", nonempty=True)
     if item_id is not None:
         check.add(

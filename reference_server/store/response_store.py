@@ -125,7 +125,7 @@ class ResponseStore:
         )
         try:
             # Switching to WAL takes a lock SQLite does not wait for; a WAL file stays WAL, so
-            # only a new file is switched (workers.py creates it before the workers start).
+            # only a new file is switched (front/workers.py creates it before the workers start).
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")

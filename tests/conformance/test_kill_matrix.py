@@ -1,6 +1,6 @@
 """Teeth: the suites pass the clean reference server and catch every opt-in fault.
 
-One run certifies the clean server and one server per fault of reference_server/faults.py, in
+One run certifies the clean server and one server per fault of reference_server/hooks/faults.py, in
 parallel subprocesses (harness/conformance/killmatrix.py). Every MUST and SHOULD case must pass
 on the clean server; with a fault on, the cases in `EXPECTED[fault]` must FAIL.
 `WSMODE_WRITE_KILL_MATRIX=1` also rewrites the table in suites/README.md from this run.
@@ -24,7 +24,7 @@ from harness.conformance.killmatrix import (
     write_table,
 )
 from harness.conformance.runner.suite_loader import load_suites
-from reference_server.faults import ALL_FAULTS
+from reference_server.hooks.faults import ALL_FAULTS
 
 README = Path(__file__).resolve().parents[2] / "suites" / "README.md"
 

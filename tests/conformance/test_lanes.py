@@ -21,8 +21,8 @@ import pytest
 from harness.protocol import errors
 from reference_server.app import running_in_thread
 from reference_server.config import Limits, ServerConfig
-from reference_server.turn import TurnRunner
-from reference_server.ws_session import WebSocketSession
+from reference_server.front.ws_session import WebSocketSession
+from reference_server.runtime.turn import TurnRunner
 
 from .conftest import SUITES
 

@@ -24,7 +24,7 @@ from harness.conformance.clients.judging import (
 )
 from harness.conformance.clients.observed import output_text
 from harness.protocol.levels import RequirementLevel
-from reference_server.faults import CaseBehaviour
+from reference_server.hooks.faults import CaseBehaviour
 
 STORM_LIMIT: Final = 3  # upgrade attempts for one refused turn before it is a storm
 

@@ -16,7 +16,7 @@ from harness.conformance.clients.contract import AdapterRun, Task, TurnReport
 from harness.conformance.clients.observed import Create, ServerWatch, output_text
 from harness.conformance.model.verdict import Finding, Outcome
 from harness.protocol.levels import RequirementLevel
-from reference_server.faults import CaseBehaviour
+from reference_server.hooks.faults import CaseBehaviour
 
 CLIENT_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     "client.no_hang": ("MUST", "the client finishes the task within the case's bound"),

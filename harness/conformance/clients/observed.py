@@ -79,7 +79,7 @@ def output_text(response: dict[str, Any]) -> str:
 
 @dataclass
 class ServerWatch:
-    """The observer of one case's server (`reference_server.observer.ServerObserver`)."""
+    """The observer of one case's server (`reference_server.hooks.observer.ServerObserver`)."""
 
     log: WireLog
     records: list[Record] = field(default_factory=list)

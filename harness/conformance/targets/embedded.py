@@ -42,7 +42,7 @@ def _version() -> str:
 def embedded_target(planned: PlannedTarget) -> Iterator[LiveTarget]:
     from reference_server.app import running_in_thread
     from reference_server.config import ServerConfig
-    from reference_server.faults import check_fault_names
+    from reference_server.hooks.faults import check_fault_names
 
     profile = planned.profile
     data_dir = Path(tempfile.mkdtemp(prefix="wsmode-certify-"))

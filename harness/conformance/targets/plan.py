@@ -146,7 +146,7 @@ def with_faults(targets: list[str], faults: Sequence[str]) -> list[str]:
 
 def check_faults(targets: list[PlannedTarget]) -> None:
     """Every fault a target names is one the reference server has (else a UsageError)."""
-    from reference_server.faults import check_fault_names
+    from reference_server.hooks.faults import check_fault_names
 
     faults = {f for t in targets for f in t.faults}
     if faults:

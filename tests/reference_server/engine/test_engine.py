@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.protocol.requests import parse_create
 from harness.protocol.tokenizer import count_tokens, split
 from reference_server.cost_profiles import load_cost_profile
 from reference_server.engine.cost_profile import Profile
-from reference_server.engine.engine import MAX_PARALLEL_CALLS, MESSAGE_MAX_TOKENS, Engine
+from reference_server.engine.engine import MAX_PARALLEL_CALLS, MESSAGE_MAX_TOKENS, Engine, Seed
 from reference_server.engine.filler_text import filler_pieces_checked
 from reference_server.engine.generation_plan import (
     GenerationPlan,
@@ -58,8 +59,9 @@ READ: dict[str, Any] = {
 TOOLS = [SHELL, READ, {"type": "web_search"}]
 
 
-def plan(engine: Engine | None = None, material: str = "req", **kw: Any) -> GenerationPlan:
-    args: dict[str, Any] = {"seed_material": material, "input_tokens": 1000, **kw}
+def plan(engine: Engine | None = None, material: str | Seed = "req", **kw: Any) -> GenerationPlan:
+    seed = material if isinstance(material, Seed) else Seed(material)
+    args: dict[str, Any] = {"seed": seed, "input_tokens": 1000, **kw}
     return (engine or Engine(ZERO, seed=1)).plan(**args)
 
 
@@ -101,9 +103,9 @@ def test_plans_replay_identically_in_another_process() -> None:
     """SHA-256 seeding, not hash(): a fresh interpreter with another hash seed agrees."""
     code = (
         "import json,sys\n"
-        "from reference_server.engine.engine import Engine\n"
+        "from reference_server.engine.engine import Engine, Seed\n"
         "from reference_server.cost_profiles import load_cost_profile\n"
-        "p = Engine(load_cost_profile('production-like'), seed=11).plan(seed_material='abc',"
+        "p = Engine(load_cost_profile('production-like'), seed=11).plan(seed=Seed('abc'),"
         " input_tokens=5000, cached_tokens=4000, tools=json.loads(sys.argv[1]),"
         " reasoning_effort='low')\n"
         "print(json.dumps([p.ttft_s, p.decode_tokens_per_s,"
@@ -118,7 +120,7 @@ def test_plans_replay_identically_in_another_process() -> None:
         env=env,
     ).stdout
     here = Engine(load_cost_profile("production-like"), seed=11).plan(
-        seed_material="abc",
+        seed=Seed("abc"),
         input_tokens=5000,
         cached_tokens=4000,
         tools=TOOLS,
@@ -140,27 +142,47 @@ def test_streams_are_seeded_only_when_something_draws_from_them(
     seeded: list[str] = []
     real_rng = Engine.rng
 
-    def counting(self: Engine, material: Any, stream: str = "content") -> Any:
+    def counting(self: Engine, seed: Seed, stream: str = "content") -> Any:
         seeded.append(stream)
-        return real_rng(self, material, stream)
+        return real_rng(self, seed, stream)
 
     monkeypatch.setattr(Engine, "rng", counting)
     asked: list[str] = []
 
-    def material() -> str:
-        asked.append("material")
-        return "req"
+    class Material(Seed):
+        @property
+        def text(self) -> str:
+            asked.append("material")
+            return "req"
 
     fixed = [{"type": "message", "text": "done"}]
-    plan(material=material, script=fixed)  # type: ignore[arg-type]
+    plan(material=Material("req"), script=fixed)
     assert seeded == [] and asked == []
-    plan(material=material, script=[{"type": "message", "tokens": 5}])  # type: ignore[arg-type]
+    plan(material=Material("req"), script=[{"type": "message", "tokens": 5}])
     assert seeded == ["content"]
     seeded.clear()
     prod = Engine(load_cost_profile("production-like"), seed=4)
-    lazy = plan(prod, material, tools=TOOLS)  # type: ignore[arg-type]
+    lazy = plan(prod, Material("req"), tools=TOOLS)
     assert set(seeded) == {"content", "timing", "decode"}
     assert lazy == plan(prod, "req", tools=TOOLS)
+
+
+def test_a_requests_seed_is_its_seed_model_and_newest_item_hashed_when_first_drawn() -> None:
+    """A WebSocket continuation (new items only) and its stateless HTTP twin (the whole history)
+    seed alike; a scripted turn is identified by its script; nothing is hashed until asked."""
+    first, newest = {"role": "user", "content": "a"}, {"role": "user", "content": "b"}
+    body = {"model": "m", "input": [newest], "wsmode": {"seed": 7}}
+    continuation = parse_create({**body, "previous_response_id": "resp_1"}, transport="ws")
+    twin = parse_create({**body, "input": [first, newest]}, transport="http")
+    seed = Seed.of(continuation)
+    assert seed._text is None  # not hashed yet
+    assert seed.text == Seed.of(twin).text and seed.text.startswith("7:m:")
+    other = parse_create({**body, "wsmode": {"seed": 8}}, transport="ws")
+    assert Seed.of(other).text != seed.text
+    script = {"script": [{"type": "message", "text": "ok"}]}
+    scripted = parse_create({**body, "wsmode": script}, transport="ws")
+    again = parse_create({**body, "input": [first], "wsmode": script}, transport="ws")
+    assert Seed.of(scripted).text == Seed.of(again).text != Seed.of(continuation).text
 
 
 # -- messages ----------------------------------------------------------------------------------

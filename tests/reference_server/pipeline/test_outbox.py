@@ -10,17 +10,17 @@ from typing import Any
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.events import Event, response_object
 from reference_server.cost_profiles import load_cost_profile
-from reference_server.engine.engine import Engine
-from reference_server.faults import EventFaults, Faults
-from reference_server.metrics import ServerMetrics
+from reference_server.engine.engine import Engine, Seed
+from reference_server.hooks.faults import EventFaults, Faults
 from reference_server.pipeline import inference
 from reference_server.pipeline.outbox import Outbox
+from reference_server.runtime.metrics import ServerMetrics
 
 
 def _decode_writes(script: list[dict[str, Any]], **profile: Any) -> tuple[list[list[str]], Outbox]:
     """Run a scripted response through decode; the event types of each write, in order."""
     engine_profile = load_cost_profile("zero").with_overrides(**profile)
-    plan = Engine(engine_profile).plan(seed_material="x", input_tokens=1, script=script)
+    plan = Engine(engine_profile).plan(seed=Seed("x"), input_tokens=1, script=script)
     writes: list[list[str]] = []
 
     async def send(*events: Event) -> None:

@@ -13,11 +13,11 @@ from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.events import Event, response_object
 from reference_server.cost_profiles import load_cost_profile
 from reference_server.engine.emission import DeltaPacer
-from reference_server.engine.engine import Engine
-from reference_server.faults import EventFaults, Faults
-from reference_server.metrics import ServerMetrics
+from reference_server.engine.engine import Engine, Seed
+from reference_server.hooks.faults import EventFaults, Faults
 from reference_server.pipeline import inference
 from reference_server.pipeline.outbox import Outbox
+from reference_server.runtime.metrics import ServerMetrics
 
 TEXT = " x" * 60  # 60 tokens of one piece each
 
@@ -26,7 +26,7 @@ def _deltas(pacer: DeltaPacer | None, **profile: Any) -> tuple[list[str], list[f
     """The text deltas of one scripted response at 1,000 tok/s, and when each was written."""
     engine_profile = load_cost_profile("zero").with_overrides(decode_tokens_per_s=1000.0, **profile)
     plan = Engine(engine_profile).plan(
-        seed_material="x", input_tokens=1, script=[{"type": "message", "text": TEXT}]
+        seed=Seed("x"), input_tokens=1, script=[{"type": "message", "text": TEXT}]
     )
     deltas: list[str] = []
     written: list[float] = []

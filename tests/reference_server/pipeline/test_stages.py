@@ -8,9 +8,13 @@ from typing import Any
 from harness.protocol.cache import CachePolicy, ResponseCache
 from harness.protocol.requests import CreateRequest, parse_create
 from reference_server.cost_profiles import load_cost_profile
-from reference_server.pipeline.checks import check_input
-from reference_server.pipeline.prompt import render_prompt
-from reference_server.pipeline.route import route_request
+from reference_server.pipeline.prepare import (
+    CheckedItems,
+    render_prompt,
+    route_request,
+    screen_input,
+    validate_input,
+)
 from reference_server.pipeline.stages import StageLog
 from reference_server.pipeline.turn_cache import TurnCache
 from reference_server.state.conversation import Conversation
@@ -76,12 +80,13 @@ def test_turn_cache_finds_forks_and_reads_nothing_when_disabled() -> None:
 def test_incremental_checks_and_render_cache_match_the_full_pass() -> None:
     parent = entry("p", "first turn")
     turn = request("second turn", instructions="be brief")
-    for incremental in (True, False):
-        checked = check_input(parent, turn.input, incremental_checks=incremental, stages=stages())
-        assert checked.checked_items == (1 if incremental else 2)
-        assert not checked.verdict.blocked
     cached = render_prompt(turn, parent, "t", render_cache=True, stages=stages())
     full = render_prompt(turn, parent, "t", render_cache=False, stages=stages())
+    for incremental in (True, False):
+        checked = CheckedItems.of(parent, turn.input, incremental=incremental)
+        assert len(checked.items) == (1 if incremental else 2)
+        validate_input(checked, cached.rendering, stages())
+        screen_input(checked, cached.rendering, stages())  # not blocked: a SafetyBlock raises
     assert cached.rendering.tokens() == full.rendering.tokens()
     assert cached.item_keys == full.item_keys and cached.prefix == full.prefix
     assert cached.rendered_tokens < full.rendered_tokens

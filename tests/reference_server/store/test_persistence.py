@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from reference_server.metrics import ServerMetrics
+from reference_server.runtime.metrics import ServerMetrics
 from reference_server.store.persistence import Persistence, turn_record
 from reference_server.store.response_store import ResponseStore, tenant_for_api_key
 

@@ -8,7 +8,7 @@ import httpx
 
 from reference_server.app import ReferenceServer
 
-from .conftest import ServerFactory
+from ..conftest import ServerFactory
 
 
 def test_sse_framing_has_event_and_data_lines_and_no_done(server: ReferenceServer) -> None:

@@ -6,17 +6,15 @@ import weakref
 from dataclasses import dataclass, field
 
 from harness.protocol.cache import ResponseCache
-from reference_server.case_script import CaseScript
 from reference_server.config import ServerConfig
 from reference_server.cost_profiles import load_cost_profile
 from reference_server.engine.cost_profile import Profile
 from reference_server.engine.emission import DeltaPacer
 from reference_server.engine.engine import Engine
-from reference_server.faults import Faults
-from reference_server.metrics import ServerMetrics
-from reference_server.observer import ServerObserver
+from reference_server.hooks.server_hooks import ServerHooks
 from reference_server.pipeline.admission import TurnAdmission
 from reference_server.pipeline.inference import pool_passes_output_screen
+from reference_server.runtime.metrics import ServerMetrics
 from reference_server.state.conversation import Conversation
 from reference_server.state.prefix import PrefixCache
 from reference_server.store.persistence import Persistence
@@ -33,13 +31,11 @@ class Services:
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
     pacer: DeltaPacer = field(default_factory=DeltaPacer)  # deltas/s over all streams
     admission: TurnAdmission = field(default_factory=TurnAdmission)  # a few new turns a tick
-    faults: Faults = field(default_factory=Faults)  # the typed view of `config.faults`
+    # the faults (the typed view of `config.faults`), a client case's script, the observer
+    hooks: ServerHooks = field(default_factory=ServerHooks)
     # Only the `shared-cache` fault uses this: one cache for every connection (a bug on purpose).
     shared_cache: ResponseCache[Conversation] | None = None
     draining: bool = False  # SIGTERM: new creates are refused, in-flight ones finish
-    # `wsmode certify-client`: the case's behaviours, and who watches the wire (else None)
-    case_script: CaseScript | None = None
-    observer: ServerObserver | None = None
     # Every live connection cache, for the cache gauges (a closed connection's drops out).
     live_caches: weakref.WeakSet[ResponseCache[Conversation]] = field(
         default_factory=weakref.WeakSet
@@ -53,7 +49,7 @@ class Services:
             retention_s=config.store_retention_s,
             max_bytes=config.store_max_bytes,
         )
-        faults = Faults.from_names(config.faults)
+        hooks = ServerHooks.of(config.faults, config.case_behaviour)
         engine = Engine(profile, config.seed)
         pool_passes_output_screen()  # once per process, before any reply (pipeline/inference)
         metrics = ServerMetrics()
@@ -64,13 +60,11 @@ class Services:
             Persistence(store, metrics),
             metrics=metrics,
             pacer=DeltaPacer(profile.max_deltas_per_s),
-            faults=faults,
+            hooks=hooks,
         )
         # /metrics is per worker (`serve --workers N`): each scrape says which one answered
         services.metrics.inc("wsmode_worker_info", worker=str(config.worker_index))
-        if config.case_behaviour.active:
-            services.case_script = CaseScript(config.case_behaviour)
-        if faults.shared_cache:
+        if hooks.faults.shared_cache:
             services.shared_cache = ResponseCache(config.cache)
         services.register_gauges()
         return services
@@ -80,5 +74,8 @@ class Services:
         gauges["wsmode_connection_cache_entries"] = lambda: sum(len(c) for c in list(caches))
         gauges["wsmode_connection_cache_bytes"] = lambda: sum(c.total_bytes for c in list(caches))
         gauges["wsmode_prefix_cache_bytes"] = lambda: self.prefix_cache.total_bytes
+        # counters the prefix cache keeps itself (turns count into it, not into the metrics)
+        gauges["wsmode_prefix_cache_queries_total"] = lambda: self.prefix_cache.queried_tokens
+        gauges["wsmode_prefix_cache_hits_total"] = lambda: self.prefix_cache.hit_tokens
         gauges["wsmode_store_bytes"] = lambda: self.persistence.store.total_bytes
         gauges["wsmode_store_materialised_bytes"] = lambda: self.persistence.materialised_bytes

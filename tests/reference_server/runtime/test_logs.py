@@ -10,9 +10,9 @@ import socket
 import pytest
 from websockets.asyncio.client import connect
 
-from reference_server.logs import JsonFormatter, TextFormatter
+from reference_server.runtime.logs import JsonFormatter, TextFormatter
 
-from .conftest import ServerFactory
+from ..conftest import ServerFactory
 
 KEY = "sk-secret-key-for-the-log-test"
 

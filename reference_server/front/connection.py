@@ -60,7 +60,7 @@ class StampedServerConnection(ServerConnection):
         self._chunk_ns = 0  # arrival of the chunk being parsed
         self._start_ns = 0  # arrival of the chunk the current frame began in; 0: between frames
         self._in_message = False  # inside a fragmented data message
-        self.label = ""  # the observer's name for it (`Services.observer`), else empty
+        self.label = ""  # the observer's name for it (`ServerHooks.observer`), else empty
         # called once when the TCP connection ends, whatever ended it (the caps' release)
         self.on_lost: Callable[[], None] | None = None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reference_server.config import Limits
-from reference_server.shared_counts import (
+from reference_server.front.shared_counts import (
     FIRST_TENANT_COLUMN,
     HTTP_COLUMN,
     WEBSOCKET_COLUMN,

@@ -43,14 +43,13 @@ from harness.protocol.requests import (
     parse_client_event,
     parse_create,
 )
-from reference_server.connection import StampedServerConnection
-from reference_server.faults import flatten_error
-from reference_server.interjections import Interjections
-from reference_server.logs import connection_id
+from reference_server.front.connection import StampedServerConnection
+from reference_server.front.interjections import Interjections
 from reference_server.pipeline.refusals import RequestRefused
-from reference_server.services import Services
+from reference_server.runtime.logs import connection_id
+from reference_server.runtime.services import Services
+from reference_server.runtime.turn import TurnContext, TurnOutcome, TurnRunner
 from reference_server.state.conversation import Conversation
-from reference_server.turn import TurnContext, TurnOutcome, TurnRunner
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +57,6 @@ log = logging.getLogger(__name__)
 # a send that keeps the buffer below it returns at once and needs no timer (a timer per event
 # costs more than the send).
 _NEVER_BLOCKS_BYTES = 32 * 1024 - 64
-# The queue faults (interleave-queued, drop-queued): how long a response lingers after
-# response.created. A zero-cost profile otherwise finishes it before a create sent meanwhile is
-# read, and the fault would show only when the machine happens to be quiet; a real model takes
-# this long anyway.
-_QUEUE_FAULT_LINGER_S = 0.1
 
 
 SHUTDOWN_CLOSE_REASON = "server shutting down"  # the 1001's reason (a drain or a stop)
@@ -91,6 +85,33 @@ class _Lane:
 
 
 @dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A frame refused as it is read: its error, on the create's lane when it names one."""
+
+    error: ApiError
+    stream_id: str | None = None
+
+
+def read_frame(
+    text: str, accepted: frozenset[str], transport: Transport
+) -> CreateRequest | tuple[str, dict[str, Any]] | Unreadable:
+    """One text frame, parsed once: a `response.create` into its request (parsed as over
+    `transport`), another accepted event (a beta steer or inject) into its type and body."""
+    try:
+        event_type, body = parse_client_event(wire.loads(text), accepted)
+    except wire.WireFormatError as exc:
+        return Unreadable(errors.invalid_json(str(exc), exc.param, exc.code))
+    except InvalidRequest as exc:
+        return Unreadable(exc.error)
+    if event_type != "response.create":
+        return event_type, body
+    try:
+        return parse_create(body, transport=transport)
+    except InvalidRequest as exc:
+        return Unreadable(exc.error, _lane_of(body))
+
+
+@dataclass(frozen=True, slots=True)
 class _RunNow:
     """A create for an idle lane: the task that read it runs it."""
 
@@ -102,7 +123,8 @@ class WebSocketSession:
     def __init__(self, services: Services, ws: StampedServerConnection, tenant: str) -> None:
         self.services = services
         self.config = services.config
-        self.faults = services.faults
+        self.hooks = services.hooks  # the faults, a client case's script, the observer
+        self.faults = services.hooks.faults
         self.ws = ws
         self.tenant = tenant
         self.runner = TurnRunner(services)
@@ -110,8 +132,6 @@ class WebSocketSession:
         self.active = asyncio.Semaphore(self.config.limits.max_active_lanes)
         self.opened_at = time.monotonic()
         self.connection_id = ws.label or connection_id("ws")
-        self.observer = services.observer  # `wsmode certify-client` watches the wire
-        self.script = services.case_script  # a client case's behaviours
         self._closing = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reading_done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -150,8 +170,8 @@ class WebSocketSession:
                 metrics.queue_depth -= len(lane.queue)
                 lane.cache.clear()
             metrics.connections -= 1
-            if self.observer is not None:
-                self.observer.record(self.connection_id, "meta", "close", self._close_text())
+            if self.hooks.observer is not None:
+                self.hooks.record(self.connection_id, "meta", "close", self._close_text())
 
     def _close_text(self) -> str:
         protocol = self.ws.protocol
@@ -186,7 +206,7 @@ class WebSocketSession:
         self._closing = True
         error = errors.connection_limit_reached(self.config.limits.connection_lifetime_s)
         with contextlib.suppress(ClientGone):
-            await self.send(self._error_event(error, None))
+            await self.send(self.hooks.error_event(error, None))
             await self.ws.close(CloseCode.NORMAL_CLOSURE, "connection lifetime reached")
 
     async def close_for_shutdown(self, cut_after_s: float) -> None:
@@ -201,7 +221,7 @@ class WebSocketSession:
         error = errors.server_shutting_down(cut_after_s=cut_after_s)
         with contextlib.suppress(ClientGone, ConnectionClosed):
             if busy:
-                await self.send(*(self._error_event(error, stream_id) for stream_id in busy))
+                await self.send(*(self.hooks.error_event(error, stream_id) for stream_id in busy))
             await self.ws.close(CloseCode.GOING_AWAY, SHUTDOWN_CLOSE_REASON)
 
     def _spawn(self, work: Any) -> None:
@@ -215,9 +235,9 @@ class WebSocketSession:
         try:
             while True:
                 message = await self.ws.recv()
-                if self.observer is not None:
+                if self.hooks.observer is not None:
                     kind = "binary" if isinstance(message, bytes) else "text"
-                    self.observer.record(self.connection_id, "in", kind, message)
+                    self.hooks.record(self.connection_id, "in", kind, message)
                 outcome = await self._on_message(message, self.ws.arrival_of_next_message())
                 if isinstance(outcome, _RunNow):
                     # The reading goes on in a new task, created once this one first yields
@@ -255,30 +275,12 @@ class WebSocketSession:
             return False
         if self._closing:
             return False
-        try:
-            event_type, body = parse_client_event(wire.loads(message), self.accepted)
-            if event_type != "response.create":  # a steer or inject: at once, never queued
-                assert self.interjections is not None
-                if event_type == STEER:
-                    await self.interjections.on_steer(body)
-                else:
-                    await self.interjections.on_inject(body)
-                return True
-        except wire.WireFormatError as exc:
-            await self.send_error(errors.invalid_json(str(exc), exc.param, exc.code), None)
+        request = read_frame(message, self.accepted, self.hooks.create_transport)
+        if isinstance(request, Unreadable):
+            await self.send_error(request.error, request.stream_id)
             return True
-        except InvalidRequest as exc:
-            await self.send_error(exc.error, None)
-            return True
-        except ClientGone:
-            return False
-        # The accept-background fault parses as HTTP would, where background is allowed.
-        transport: Transport = "http" if self.faults.accept_background else "ws"
-        try:
-            request = parse_create(body, transport=transport)
-        except InvalidRequest as exc:
-            await self.send_error(exc.error, _lane_of(body))
-            return True
+        if not isinstance(request, CreateRequest):  # a steer or inject: at once, never queued
+            return await self._interject(*request)
         if self._expired():
             await self._close_for_lifetime()
             return False
@@ -288,6 +290,19 @@ class WebSocketSession:
             )
             return True
         return await self._enqueue(_Pending(request, received_at, len(message)))
+
+    async def _interject(self, event_type: str, body: dict[str, Any]) -> bool:
+        assert self.interjections is not None
+        try:
+            if event_type == STEER:
+                await self.interjections.on_steer(body)
+            else:
+                await self.interjections.on_inject(body)
+        except InvalidRequest as exc:
+            await self.send_error(exc.error, None)
+        except ClientGone:
+            return False
+        return True
 
     def _lane(self, stream_id: str | None) -> _Lane | ApiError:
         lane = self.lanes.get(stream_id)
@@ -361,20 +376,14 @@ class WebSocketSession:
             self.connection_id,
             self.interjections,
         )
-        send, case_index = self.send, None
-        if self.faults.interleave_queued or self.faults.drop_queued:
-            send = self._send_then_linger
-        if self.script is not None:  # a client case: its refusals, misses and mid-stream acts
-            plan = self.script.on_create(pending.request, lane.cache)
-            case_index = plan.index
-            if plan.refusal is not None:
-                event = self.script.error_event(plan.refusal, pending.request.stream_id)
+        request, send, case_index = pending.request, self.send, None
+        if self.hooks.acts_on_creates:  # a client case's refusals, misses and acts; queue faults
+            hooked = self.hooks.on_create(request, lane.cache, send, self.ws.transport.abort)
+            if hooked.refusal is not None:
                 with contextlib.suppress(ClientGone):
-                    await self.send(event)
+                    await self.send(hooked.refusal)
                 return True
-            pending = _Pending(plan.request, pending.received_at, pending.size_bytes)
-            send = self.script.response_send(self.send, self.ws.transport.abort, plan)
-        request = pending.request
+            request, send, case_index = hooked.request, hooked.send, hooked.case_index
         try:
             if self.interjections is None:
                 await self.runner.run(request, ctx, send)
@@ -395,13 +404,13 @@ class WebSocketSession:
             await self.send_error(errors.server_error(), pending.request.stream_id)
         return True
 
-    async def _after_response(self, create_index: int) -> bool:
+    async def _after_response(self, case_index: int) -> bool:
         """A client case's act on the idle socket once a response is out; False: it is gone."""
-        assert self.script is not None
-        act = self.script.after_response(create_index)
-        if act is None:
+        after = self.hooks.after_response(case_index)
+        if after is None:
             return True
-        await asyncio.sleep(self.script.behaviour.after_response_delay_s)  # the terminal is read
+        act, delay_s = after
+        await asyncio.sleep(delay_s)  # the terminal is read first
         if act == "drop":
             self.ws.transport.abort()  # no close frame: the client sees 1006
         else:
@@ -422,19 +431,14 @@ class WebSocketSession:
                 return
 
     # -- writing --------------------------------------------------------------------------
-    async def _send_then_linger(self, *events: Event) -> None:
-        await self.send(*events)
-        if any(event.get("type") == "response.created" for event in events):
-            await asyncio.sleep(_QUEUE_FAULT_LINGER_S)
-
     async def send(self, *events: Event) -> None:
         """Send events in one write; a client that stops reading is cut off after the stall
         timeout."""
         texts = [wire.dumps_bytes(event) for event in events]
         size = sum(map(len, texts))
-        if self.observer is not None:
+        if self.hooks.observer is not None:
             for text in texts:
-                self.observer.record(self.connection_id, "out", "text", text.decode())
+                self.hooks.record(self.connection_id, "out", "text", text.decode())
         try:
             if self.ws.transport.get_write_buffer_size() + size < _NEVER_BLOCKS_BYTES:
                 await self.ws.send_texts(texts)  # stays under the high-water mark: cannot stall
@@ -448,14 +452,10 @@ class WebSocketSession:
         except ConnectionClosed:
             raise ClientGone("connection closed") from None
 
-    def _error_event(self, error: ApiError, stream_id: str | None) -> Event:
-        event = error.to_event(stream_id=stream_id)
-        return flatten_error(event) if self.faults.flat_error else event
-
     async def send_error(self, error: ApiError, stream_id: str | None) -> None:
         self.services.metrics.inc("wsmode_request_errors_total", code=str(error.code or error.type))
         with contextlib.suppress(ClientGone):
-            await self.send(self._error_event(error, stream_id))
+            await self.send(self.hooks.error_event(error, stream_id))
 
 
 def _lane_of(body: dict[str, Any]) -> str | None:

@@ -8,9 +8,9 @@ import urllib.request
 
 from websockets.asyncio.client import connect
 
-from reference_server.metrics import ServerMetrics
+from reference_server.runtime.metrics import ServerMetrics
 
-from .conftest import ServerFactory
+from ..conftest import ServerFactory
 
 
 def gauge(text: str, name: str) -> float:

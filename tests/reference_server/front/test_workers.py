@@ -18,7 +18,7 @@ from websockets.exceptions import InvalidStatus
 from harness.load.bench.embedded_server import EmbeddedServer
 from harness.transport.exchange import ws_exchange
 from harness.transport.ws import WsClient
-from reference_server.workers import HAS_REUSE_PORT
+from reference_server.front.workers import HAS_REUSE_PORT
 
 pytestmark = pytest.mark.skipif(not HAS_REUSE_PORT, reason="needs SO_REUSEPORT")
 

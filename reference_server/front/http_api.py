@@ -28,13 +28,13 @@ from harness.protocol.events import Event
 from harness.protocol.requests import CreateRequest, InvalidRequest, parse_compact, parse_create
 from harness.transport.h11_loop import H11Event, next_h11_event, read_within
 from harness.transport.sse_wire import encode_events
-from reference_server.auth import KeyRing
-from reference_server.connection import StampedStreamProtocol
-from reference_server.logs import connection_id
+from reference_server.front.auth import KeyRing
+from reference_server.front.connection import StampedStreamProtocol
 from reference_server.pipeline.outbox import Send
 from reference_server.pipeline.refusals import RequestRefused
-from reference_server.services import Services
-from reference_server.turn import TurnContext, TurnRunner
+from reference_server.runtime.logs import connection_id
+from reference_server.runtime.services import Services
+from reference_server.runtime.turn import TurnContext, TurnRunner
 
 _HTTP_VERSIONS = (b"1.0", b"1.1")
 _RESPONSES_PATH = re.compile(r"^(?:/v1)?/responses(?:/(?P<rest>.*))?$")

@@ -9,9 +9,9 @@ from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
 
-from reference_server.connection import StampedServerConnection
+from reference_server.front.connection import StampedServerConnection
 
-from .conftest import run
+from ..conftest import run
 
 Handler = Callable[[StampedServerConnection], Awaitable[None]]
 

@@ -21,7 +21,12 @@ from harness.protocol.cache import ResponseCache
 from harness.protocol.errors import ApiError
 from harness.protocol.events import Event
 from harness.protocol.requests import CreateRequest
-from reference_server.faults import AfterResponse, CaseBehaviour, InjectedFailure, flatten_error
+from reference_server.hooks.faults import (
+    AfterResponse,
+    CaseBehaviour,
+    InjectedFailure,
+    flatten_error,
+)
 from reference_server.pipeline.outbox import Send
 from reference_server.state.conversation import Conversation
 

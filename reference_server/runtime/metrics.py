@@ -61,7 +61,7 @@ class ServerMetrics:
     counters: Counter[tuple[str, tuple[tuple[str, str], ...]]] = field(default_factory=Counter)
     stage_seconds: Counter[str] = field(default_factory=Counter)
     _token_window: deque[tuple[float, int]] = field(default_factory=deque)
-    # Gauges read when rendered (sizes owned by other objects): name -> current value.
+    # Values read when rendered (sizes and counts other objects own): name -> current value.
     gauges: dict[str, Callable[[], float]] = field(default_factory=dict)
 
     def inc(self, name: str, amount: float = 1, **labels: str) -> None:

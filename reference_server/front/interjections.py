@@ -38,11 +38,11 @@ from harness.protocol.beta import (
 from harness.protocol.errors import ApiError
 from harness.protocol.events import Event
 from harness.protocol.requests import CreateRequest
-from reference_server.pipeline.ids import new_id
 from reference_server.pipeline.live import LiveResponse, Steer
 from reference_server.pipeline.outbox import Send
+from reference_server.pipeline.response import new_id
+from reference_server.runtime.turn import TurnOutcome
 from reference_server.state.inject import inject_problem
-from reference_server.turn import TurnOutcome
 
 # Finished response ids remembered per connection (to tell "already completed" from "not found").
 REMEMBERED_FINISHED = 256

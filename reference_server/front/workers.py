@@ -37,7 +37,7 @@ from types import FrameType
 
 from harness.errors import TargetError
 from reference_server.config import ServerConfig
-from reference_server.shared_counts import SharedCounts
+from reference_server.front.shared_counts import SharedCounts
 from reference_server.store.response_store import ResponseStore
 
 WORKER_START_TIMEOUT_S = 60.0

@@ -14,8 +14,8 @@ from harness.protocol.events import Event, response_object
 from reference_server import commands
 from reference_server.config import ServerConfig
 from reference_server.cost_profiles import load_cost_profile
-from reference_server.engine.engine import Engine
-from reference_server.faults import (
+from reference_server.engine.engine import Engine, Seed
+from reference_server.hooks.faults import (
     ALL_FAULTS,
     BEHAVIOUR_FAULTS,
     EVENT_FAULTS,
@@ -23,13 +23,13 @@ from reference_server.faults import (
     Faults,
     check_fault_names,
 )
-from reference_server.metrics import ServerMetrics
 from reference_server.pipeline import inference
 from reference_server.pipeline.outbox import Outbox
-from reference_server.services import Services
+from reference_server.runtime.metrics import ServerMetrics
+from reference_server.runtime.services import Services
 from reference_server.state.safety import classify_output
 
-from .conftest import run
+from ..conftest import run
 
 
 @pytest.mark.parametrize("name", list(ALL_FAULTS))
@@ -59,8 +59,9 @@ def test_serve_fault_option_reaches_the_services(tmp_path: Path) -> None:
     config = commands.config_from_args(args).with_changes(data_dir=tmp_path, profile="zero")
     services = Services.build(config)
     try:
-        assert services.faults.cache_fifo and services.faults.flat_error
-        assert not services.faults.shared_cache and services.shared_cache is None
+        faults = services.hooks.faults
+        assert faults.cache_fifo and faults.flat_error
+        assert not faults.shared_cache and services.shared_cache is None
     finally:
         services.persistence.close()
 
@@ -93,7 +94,7 @@ def test_each_message_is_classified_once(monkeypatch: pytest.MonkeyPatch) -> Non
         {"type": "function_call", "name": "f", "arguments": "{}"},
         {"type": "message", "text": "second"},
     ]
-    plan = Engine(load_cost_profile("zero")).plan(seed_material="x", input_tokens=1, script=script)
+    plan = Engine(load_cost_profile("zero")).plan(seed=Seed("x"), input_tokens=1, script=script)
     sent: list[Event] = []
 
     async def send(*events: Event) -> None:

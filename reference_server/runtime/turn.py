@@ -1,16 +1,18 @@
 """One turn through the reference server: the request pipeline of ARCHITECTURE.md §3.
 
     frame + parse (done by the session; charged here) -> resolve previous_response_id
-    (connection cache -> store -> error) -> validate + safety (new items only on a cache hit)
-    -> render (append on a hit) -> route (reused on a hit) -> engine (queue, prefill on uncached
-    tokens, scheduled decode) -> events through the protocol emitter -> terminal
-    -> cache entry replaced -> post-inference (billing, store write), after the terminal when
-    `async_post` is on.
+    (connection cache -> store -> error) and item references -> prepare: render (append on a
+    hit), validate (new items only on a hit), fit the context window, screen (new items only
+    on a hit), route (reused on a hit) -> engine: the prefix cache's match, the plan (queue,
+    prefill on uncached tokens), the scheduled decode -> events through the protocol emitter
+    -> terminal -> cache entry replaced -> post-inference (billing, store write), after the
+    terminal when `async_post` is on.
 
 Each stage is one call into `pipeline/`; this module only orders them and handles the ways a
-turn ends early. Shared by the WebSocket session and the HTTP endpoint: HTTP simply has no
-connection cache, so every HTTP turn takes the full path (or hydrates from the store with
-previous_response_id).
+turn ends early. The request's `Seed` is made once here and handed to the two stages that draw
+from it (the accounting's jitter, the engine's plan). Shared by the WebSocket session and the
+HTTP endpoint: HTTP simply has no connection cache, so every HTTP turn takes the full path (or
+hydrates from the store with previous_response_id).
 """
 
 from __future__ import annotations
@@ -29,40 +31,32 @@ from harness.protocol.extension import EXTENSION_FIELD
 from harness.protocol.items import item_text
 from harness.protocol.requests import CreateRequest
 from harness.protocol.tokenizer import count_tokens
-from reference_server.engine.engine import SeedMaterial, computed_once
-from reference_server.engine.generation_plan import GenerationPlan, resplit_texts
-from reference_server.faults import EventFaults, InjectedFailure
-from reference_server.logs import log_refusal, log_response
-from reference_server.pipeline.checks import check_input
+from reference_server.engine.engine import Seed
+from reference_server.engine.generation_plan import GenerationPlan
+from reference_server.hooks.faults import InjectedFailure
 from reference_server.pipeline.compaction import compact
-from reference_server.pipeline.ids import new_id
-from reference_server.pipeline.inference import (
-    Decoded,
-    Status,
-    decode,
-    plan_response,
-    seed_material,
-)
+from reference_server.pipeline.inference import decode, keep_prefill, plan_turn
 from reference_server.pipeline.live import LiveRegistry, LiveResponse, RequiredInputTimeout
 from reference_server.pipeline.outbox import Outbox, Send
 from reference_server.pipeline.post_inference import PostInference
-from reference_server.pipeline.prepared import PreparedTurn
-from reference_server.pipeline.prompt import render_prompt
-from reference_server.pipeline.references import resolve_references
+from reference_server.pipeline.prepare import PreparedTurn, prepare
 from reference_server.pipeline.refusals import RequestRefused, SafetyBlock
 from reference_server.pipeline.remember import remember
-from reference_server.pipeline.resolve import resolve_previous
+from reference_server.pipeline.resolve import resolve
 from reference_server.pipeline.response import (
+    Decoded,
+    Status,
     fail_response,
+    new_id,
     new_response,
     terminal_events,
     usage,
     wsmode_report,
 )
-from reference_server.pipeline.route import route_request
 from reference_server.pipeline.stages import StageLog
 from reference_server.pipeline.turn_cache import TurnCache
-from reference_server.services import Services
+from reference_server.runtime.logs import log_refusal, log_response
+from reference_server.runtime.services import Services
 from reference_server.state.conversation import Conversation
 
 __all__ = ["TurnContext", "TurnOutcome", "TurnRunner"]
@@ -102,7 +96,8 @@ class TurnRunner:
         self.services = services
         self.config = services.config
         self.optimizations = services.config.optimizations
-        self.faults = services.faults
+        self.hooks = services.hooks
+        self.faults = services.hooks.faults
         self.post_inference = PostInference(
             services.persistence, services.profile, services.metrics, services.config.workers
         )
@@ -110,17 +105,10 @@ class TurnRunner:
     async def run(self, request: CreateRequest, ctx: TurnContext, send: Send) -> TurnOutcome:
         """Run one response; raises RequestRefused for request-scoped errors."""
         await self.services.admission.admit()  # a burst of creates: a few per loop iteration
-        if self.services.case_script is not None:  # a client case's short scripted answers
-            request = self.services.case_script.answer(request)
-        # computed only if a stream is seeded: a jitter-free profile with fixed text seeds none
-        seed = computed_once(lambda: seed_material(request))
-        profile = self.services.profile
-        # jitter is the stage stream's only use: without it, seeding it would be wasted
-        jitter = self.services.engine.rng(seed, "stages") if profile.jitter_fraction else None
-        stages = StageLog(profile, jitter)
-        kib = ctx.request_bytes / 1024  # frame + parse ran in the session (or HTTP handler)
-        stages.charge("transfer", kib)
-        stages.charge("parse", kib)
+        if self.hooks.script is not None:  # a client case's short scripted answers
+            request = self.hooks.answer(request)
+        seed = Seed.of(request)  # the request's own: hashed the first time a stream is drawn
+        stages = StageLog.of_request(self.services.engine, ctx.request_bytes, seed)
         if request.multi_agent and (ctx.live is None or not self.config.multi_agent):
             raise RequestRefused(
                 errors.invalid_request(
@@ -149,54 +137,37 @@ class TurnRunner:
     async def compact(self, request: CreateRequest, ctx: TurnContext) -> dict[str, Any]:
         """`POST /v1/responses/compact` (PROTOCOL.md §5.1): the request's context, resolved,
         checked and rendered as a turn's is, as a compacted window; raises RequestRefused."""
-        stages = StageLog(self.services.profile, None)
-        kib = ctx.request_bytes / 1024
-        stages.charge("transfer", kib)
-        stages.charge("parse", kib)
+        stages = StageLog.of_request(self.services.engine, ctx.request_bytes)
         try:
             prepared = await self._prepare(request, ctx, stages)
         except SafetyBlock as block:
             raise RequestRefused(block.error) from None
         await stages.pay()
-        cached_tokens = self.services.prefix_cache.match(prepared.prompt.item_keys)
-        seed = computed_once(lambda: seed_material(request))
-        return await compact(prepared, self.services.engine, seed, cached_tokens)
+        services = self.services
+        return await compact(prepared, services.engine, Seed.of(request), services.prefix_cache)
 
     # -- before the engine ----------------------------------------------------------------
     async def _prepare(
         self, request: CreateRequest, ctx: TurnContext, stages: StageLog
     ) -> PreparedTurn:
-        """Resolve, validate, classify, render and route; raises RequestRefused."""
-        options, services = self.optimizations, self.services
-        resolved = await resolve_previous(
-            request.previous_response_id,
+        """Resolve, then render, validate, fit, screen and route; raises RequestRefused."""
+        services = self.services
+        resolved = await resolve(
+            request,
             ctx.tenant,
             self._turn_cache(ctx),
             persistence=services.persistence,
             metrics=services.metrics,
             stages=stages,
         )
-        parent = resolved.parent
-        request = resolve_references(request, parent)  # item references become their items
-        checked = check_input(
-            parent, request.input, incremental_checks=options.incremental_checks, stages=stages
-        )
-        prompt = render_prompt(
-            request,
-            None if self.faults.drop_context else parent,  # fault: the parent resolved, unused
+        return prepare(
+            resolved,
             ctx.tenant,
-            render_cache=options.render_cache,
-            stages=stages,
+            stages,
+            switches=self.optimizations,
+            context_window_tokens=self.config.limits.context_window_tokens,
+            drop_context=self.faults.drop_context,  # the fault: the parent resolved, unused
         )
-        checked.charge(stages, prompt.rendering)  # its token counts come from the rendering
-        prompt.charge(stages)
-        prompt.refuse_if_over(self.config.limits.context_window_tokens)
-        checked.refuse_if_flagged()
-        parent_route = parent.route if parent is not None else None
-        route = route_request(
-            request.model, ctx.tenant, parent_route, reuse=options.routing_reuse, stages=stages
-        )
-        return PreparedTurn(request, resolved, checked, prompt, route)
 
     def _turn_cache(self, ctx: TurnContext) -> TurnCache:
         shared = self.services.shared_cache
@@ -221,18 +192,22 @@ class TurnRunner:
         prepared: PreparedTurn,
         ctx: TurnContext,
         stages: StageLog,
-        seed: SeedMaterial,
+        seed: Seed,
         send: Send,
     ) -> TurnOutcome:
-        request = prepared.request
+        request, faults = prepared.request, self.faults
+        instructions = request.instructions
+        if faults.inherit_instructions and instructions is None and prepared.parent is not None:
+            instructions = prepared.parent.response.get("instructions")  # the fault inherits them
         emitter = ResponseEmitter(
-            new_response(request, new_id("resp"), self._instructions(prepared)),
+            new_response(request, new_id("resp"), instructions),
             stream_id=request.stream_id,
             obfuscate=request.include_obfuscation,
             self_check=self.config.self_check,
             agent=self.config.root_agent if request.multi_agent else None,
         )
-        out = Outbox(send, EventFaults(self.faults))
+        hooks = self.hooks
+        out = Outbox(send, hooks.event_faults() if hooks.rewrites_events else None)
         live = self._live(request, ctx, emitter, out)
         try:
             outcome = await self._decode_and_finish(prepared, ctx, stages, seed, emitter, out, live)
@@ -271,23 +246,22 @@ class TurnRunner:
         prepared: PreparedTurn,
         ctx: TurnContext,
         stages: StageLog,
-        seed: SeedMaterial,
+        seed: Seed,
         emitter: ResponseEmitter,
         out: Outbox,
         live: LiveResponse | None,
     ) -> TurnOutcome:
         request, services = prepared.request, self.services
-        cached_tokens = services.prefix_cache.match(prepared.prompt.item_keys)
-        # as vLLM counts them (its /metrics), so a bench reads either engine the same way
-        services.metrics.inc("wsmode_prefix_cache_queries_total", prepared.prompt.token_count)
-        services.metrics.inc("wsmode_prefix_cache_hits_total", cached_tokens)
+        planned = request  # what the engine plans from
+        if self.faults.ignore_named_tool_choice and _names_a_function(request):
+            planned = dataclasses.replace(request, tool_choice="none")  # as with no call parser
         try:
-            plan = plan_response(
+            plan, cached_tokens = plan_turn(
                 services.engine,
-                self._planned(request),
-                seed_material=seed,
-                prompt_tokens=prepared.prompt.token_count,
-                cached_tokens=cached_tokens,
+                planned,
+                prepared.prompt,
+                services.prefix_cache,
+                seed=seed,
                 output_limit_tokens=self.config.limits.max_output_tokens,
             )
         except RequestRefused:
@@ -309,7 +283,7 @@ class TurnRunner:
                 live=live,
                 pacer=services.pacer,
             )
-            if services.case_script is not None:  # a client case may fail it in these deltas
+            if self.hooks.script is not None:  # a client case may fail it in these deltas
                 await out.flush()
         except (ConnectionError, asyncio.CancelledError):
             raise  # the client went away: nothing to tell it
@@ -328,22 +302,6 @@ class TurnRunner:
         generated = _Generated(plan, decoded, cached_tokens, engine_start)
         return await self._finish(prepared, ctx, stages, generated, emitter, out)
 
-    def _planned(self, request: CreateRequest) -> CreateRequest:
-        """What the engine plans from: the request, but for the fault that ignores a named
-        tool_choice (a server without a tool-call parser answers in text)."""
-        choice = request.tool_choice
-        named = isinstance(choice, dict) and choice.get("type") == "function"  # str or dict
-        if self.faults.ignore_named_tool_choice and named:
-            return dataclasses.replace(request, tool_choice="none")
-        return request
-
-    def _instructions(self, prepared: PreparedTurn) -> str | None:
-        """This request's instructions: they are not inherited (but for the fault that does)."""
-        parent, instructions = prepared.parent, prepared.request.instructions
-        if instructions is None and parent is not None and self.faults.inherit_instructions:
-            return parent.response.get("instructions")
-        return instructions
-
     # -- after the engine -----------------------------------------------------------------
     async def _finish(
         self,
@@ -357,10 +315,7 @@ class TurnRunner:
         """Terminal, cache entry replaced, post-inference: the terminal event goes out last."""
         request, prompt, services = prepared.request, prepared.prompt, self.services
         plan, status = generated.plan, generated.decoded.status
-        cache_write_tokens = 0
-        if prompt.item_keys:  # the prompt is now prefilled: its KV prefix is reusable
-            services.prefix_cache.insert(prompt.item_keys[-1], prompt.token_count)
-            cache_write_tokens = prompt.token_count - generated.cached_tokens
+        cache_write_tokens = keep_prefill(services.prefix_cache, prompt, generated.cached_tokens)
         stages_ms = stages.total_ms()  # every stage of the turn has run: reported and recorded
         emitter.response[EXTENSION_FIELD] = wsmode_report(
             resolution=prepared.resolution,
@@ -386,10 +341,10 @@ class TurnRunner:
             ctx.tenant,
             emitter.output,
             final_response,
+            plan,
             cache=self._turn_cache(ctx),
             prefix_cache=services.prefix_cache,
             metrics=services.metrics,
-            known_pieces=resplit_texts(plan.items),
         )
         await self.post_inference.run(
             entry,
@@ -404,9 +359,8 @@ class TurnRunner:
 
     def _outcome(self, response: dict[str, Any], status: Status, ctx: TurnContext) -> TurnOutcome:
         self.services.metrics.inc("wsmode_responses_total", transport=ctx.transport, status=status)
-        observer = self.services.observer
-        if observer is not None:
-            observer.record(ctx.connection_id, "meta", "response", wire.dumps(response))
+        if self.hooks.observer is not None:
+            self.hooks.record(ctx.connection_id, "meta", "response", wire.dumps(response))
         log_response(response, status, transport=ctx.transport, connection_id=ctx.connection_id)
         return TurnOutcome(response, status)
 
@@ -440,3 +394,8 @@ class TurnRunner:
         await out.emit(failed)
         await out.flush()
         return self._outcome(failed[-1]["response"], "failed", ctx)
+
+
+def _names_a_function(request: CreateRequest) -> bool:
+    choice = request.tool_choice  # a str or a dict
+    return isinstance(choice, dict) and choice.get("type") == "function"

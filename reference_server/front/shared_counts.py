@@ -14,7 +14,7 @@ import multiprocessing.context
 from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass
 
-from reference_server.auth import ANONYMOUS_TENANT
+from reference_server.front.auth import ANONYMOUS_TENANT
 from reference_server.store.response_store import tenant_for_api_key
 
 WEBSOCKET_COLUMN = 0  # column: open WebSocket connections (reserved at the upgrade)
