@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from harness.bundled import corpus_dir
 from harness.protocol import wire
-from harness.traces.loader import load_traces
+from harness.traces.format.loader import load_traces
 from tests.recorded import RECORDED, recorded
 
 T = TypeVar("T")

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from harness.traces.parse import (
+from harness.traces.format.parse import (
     TraceFormatError,
     declared_version,
     field_error,
@@ -31,7 +31,7 @@ from harness.traces.parse import (
     require,
     show_value,
 )
-from harness.traces.rollout import JSONObject, Rollout, Turn
+from harness.traces.format.rollout import JSONObject, Rollout, Turn
 
 __all__ = [
     "iter_rollouts",

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.errors import InputError
-from harness.traces.rollout import (
+from harness.traces.format.rollout import (
     INPUT_ROLES,
     OBSERVED_KEYS,
     OUTPUT_TYPES,

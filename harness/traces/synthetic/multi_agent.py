@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from harness.traces.rollout import Inject, JSONObject, OutputSpec, Rollout, Turn
+from harness.traces.format.rollout import Inject, JSONObject, OutputSpec, Rollout, Turn
 
 __all__ = ["DEFAULT_AGENTS", "to_multi_agent"]
 

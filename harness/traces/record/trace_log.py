@@ -1,6 +1,6 @@
 """What the recorder saw, as rollouts: observed exchanges, per-rollout builders, the trace log.
 
-The proxy (`harness.traces.recorder`) feeds them; the rules they follow (what a rollout and a
+The proxy (`harness.traces.record.proxy`) feeds them; the rules they follow (what a rollout and a
 turn are, stateless HTTP, custom tools, observed timings) are in the recorder's docstring.
 """
 
@@ -16,7 +16,7 @@ from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.items import content_text, is_model_output, summary_text
 from harness.protocol.stream import is_request_error
 from harness.protocol.timing_marks import is_first_token_candidate, is_output_event
-from harness.traces.convert import custom_call_arguments, infer_tools
+from harness.traces.converters.common import custom_call_arguments, infer_tools
 from harness.traces.format import (
     OutputSpec,
     Rollout,
@@ -225,6 +225,7 @@ class RolloutBuilder:
             instructions=self.header.get("instructions"),
             # custom (freeform) tools are not function tools: their calls get inferred ones
             tools=infer_tools(self.turns, self.header.get("tools", ())),
+            # the label every recording carries (the proxy's module path when it was first written)
             meta={"recorder": "harness.traces.recorder", "stateless_http": stateless_http},
             turns=tuple(self.turns),
         )

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from harness.traces.convert import (
+from harness.traces.converters import (
     convert_chat,
     convert_claude_code,
     convert_codex,

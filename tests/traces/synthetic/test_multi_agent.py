@@ -15,10 +15,10 @@ from harness.traces.format import (
     loads_rollouts,
     trace_schema,
 )
-from harness.traces.multi_agent import to_multi_agent
-from tests.traces.test_format import _errors
+from harness.traces.synthetic.multi_agent import to_multi_agent
+from tests.traces.format.test_format import _errors
 
-TRACES = Path(__file__).resolve().parents[2] / "traces"
+TRACES = Path(__file__).resolve().parents[3] / "traces"
 
 
 def smoke_multi_agent() -> list[Any]:

@@ -14,10 +14,10 @@ import pytest
 
 from harness.load.modes import MODES
 from harness.load.replay import Endpoint, ReplayOptions, replay_rollout
-from harness.traces.convert import custom_call_arguments
+from harness.traces.converters import custom_call_arguments
 from harness.traces.format import OutputSpec, Rollout, input_message, load_traces
-from harness.traces.recorded import Observed, TraceLog, new_items_of_stateless
-from harness.traces.recorder import Recorder, record
+from harness.traces.record.proxy import Recorder, record
+from harness.traces.record.trace_log import Observed, TraceLog, new_items_of_stateless
 from tests.load.replay_support import reference_server, run, smoke_rollouts
 
 

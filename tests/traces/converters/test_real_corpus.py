@@ -11,14 +11,14 @@ import pytest
 from harness.cli import main as wsmode
 from harness.load.replay import ReplayOptions, replay_rollout
 from harness.traces.commands import CONVERT_SOURCES, MOONCAKE_BLOCK_TOKENS
-from harness.traces.convert_cli import SOURCES, ConvertOptions, convert_inputs
 from harness.traces.converters.mooncake import MOONCAKE_BLOCK_TOKENS as BLOCK
+from harness.traces.converters.sources import SOURCES, ConvertOptions, convert_inputs
 from harness.traces.format import dump_rollouts, dumps_rollouts, load_traces
 from reference_server.app import ReferenceServer
 from tests.load.replay_support import endpoint, reference_server, run
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = ROOT / "tests" / "traces" / "samples"
+ROOT = Path(__file__).resolve().parents[3]
+SAMPLES = ROOT / "tests" / "traces" / "converters" / "samples"
 REAL = ROOT / "traces" / "real"
 CLAUDE = SAMPLES / "claude-code"
 

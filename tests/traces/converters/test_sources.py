@@ -13,7 +13,7 @@ from harness.traces.format import load_traces
 from tests.recorded import TRACE_SAMPLES, needs
 
 REAL = TRACE_SAMPLES
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def convert(*args: str) -> subprocess.CompletedProcess[str]:

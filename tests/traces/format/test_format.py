@@ -26,7 +26,7 @@ from harness.traces.format import (
     validate_rollout,
 )
 
-SMOKE = Path(__file__).resolve().parents[2] / "traces" / "smoke.jsonl"
+SMOKE = Path(__file__).resolve().parents[3] / "traces" / "smoke.jsonl"
 
 TOOLS = [
     {

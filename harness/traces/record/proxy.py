@@ -52,8 +52,8 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.server import ServerProtocol
 
 from harness.progress import Progress
-from harness.traces.event_log import EventLog
-from harness.traces.recorded import Observed, RolloutBuilder, TraceLog
+from harness.traces.record.event_log import EventLog
+from harness.traces.record.trace_log import Observed, RolloutBuilder, TraceLog
 from harness.transport.failures import GarbageFrame
 from harness.transport.frontdoor import FrontDoor, WaitingDoors
 from harness.transport.h11_loop import next_h11_event, read_within

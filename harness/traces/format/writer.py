@@ -10,9 +10,9 @@ from importlib import resources
 from pathlib import Path
 from typing import cast
 
-from harness.traces.loader import validate_rollout
-from harness.traces.parse import TraceFormatError, show_value
-from harness.traces.rollout import JSONObject, Rollout
+from harness.traces.format.loader import validate_rollout
+from harness.traces.format.parse import TraceFormatError, show_value
+from harness.traces.format.rollout import JSONObject, Rollout
 
 __all__ = ["dump_rollouts", "dumps_rollouts", "trace_schema"]
 

@@ -1,7 +1,7 @@
 """What a generated rollout says: the synthetic repository and the text of a rollout.
 
-``harness.traces.generator`` decides how a rollout goes (how many turns, which tools, how big each
-text is, all from its documented distributions); this module writes the text it asks for:
+``harness.traces.synthetic.generator`` decides how a rollout goes (how many turns, which tools,
+how big each text is, from its documented distributions); this module writes the text it asks for:
 
 * the vocabularies (packages, modules, identifiers, exceptions, guideline prose, task and
   reasoning templates, shell commands);

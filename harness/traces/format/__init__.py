@@ -21,7 +21,7 @@ checks and :class:`TraceFormatError`), ``loader`` (files, cross-turn rules, loca
 from __future__ import annotations
 
 from harness.protocol.items import item_text
-from harness.traces.loader import (
+from harness.traces.format.loader import (
     iter_rollouts,
     load_traces,
     loads_rollouts,
@@ -29,8 +29,8 @@ from harness.traces.loader import (
     trace_files,
     validate_rollout,
 )
-from harness.traces.parse import TraceFormatError
-from harness.traces.rollout import (
+from harness.traces.format.parse import TraceFormatError
+from harness.traces.format.rollout import (
     CHARS_PER_TOKEN,
     ITEM_OVERHEAD_TOKENS,
     KNOWN_AGENT_KINDS,
@@ -48,7 +48,7 @@ from harness.traces.rollout import (
     estimate_tokens,
     input_message,
 )
-from harness.traces.writer import dump_rollouts, dumps_rollouts, trace_schema
+from harness.traces.format.writer import dump_rollouts, dumps_rollouts, trace_schema
 
 __all__ = [
     "CHARS_PER_TOKEN",
