@@ -7,7 +7,7 @@ is refused stops the run with one line instead of a report of cases that all say
 A target that accepts the upgrade and then never answers (a black hole), or one that swallows
 error events, would make every remaining case wait out its timeouts: ten minutes of FAILs that
 say nothing new. After a case whose findings look like silence (STALL_RULES), the plugin runs
-the liveness probe (harness.transport.liveness) on a fresh socket whose frames land in the
+the liveness probe (harness.transport.liveness_probe) on a fresh socket whose frames land in the
 case's wire log: a plain create must be answered and an unknown previous_response_id must get an
 error event, each event within the event timeout (so a slow but correct target passes). If
 either is met with silence the remaining cases are not run (`TargetStopped`).

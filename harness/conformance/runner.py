@@ -31,7 +31,7 @@ from harness.conformance.liveness import TargetStopped, needs_probe
 from harness.conformance.model import SETUPS, CaseMeta, Outcome, Verdict, decide_verdict
 from harness.conformance.target_profile import TargetProfile
 from harness.conformance.wirelog import RecordingWsClient
-from harness.transport.liveness import probe
+from harness.transport.liveness_probe import probe
 
 PROBE_BUDGET_EVENTS: Final = 2  # the whole probe: at most this many event timeouts
 BACKSTOP_MARGIN_S: Final = 15.0  # pytest-timeout = everything the harness bounds + this

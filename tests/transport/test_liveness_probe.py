@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.transport.liveness import probe
+from harness.transport.liveness_probe import probe
 from harness.transport.ws import WsClient
 from tests.conformance.servers import SLOW_EVENT_S, running
 from tests.load.replay_support import endpoint, reference_server, run
