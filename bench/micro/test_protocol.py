@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.inputs import LONG_STREAM, TEXT_STREAM, api_streams, corpus_bodies, read_stream
+from bench.micro.inputs import LONG_STREAM, TEXT_STREAM, api_streams, corpus_bodies, read_stream
 from harness.protocol import wire
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.stream import StreamAccumulator

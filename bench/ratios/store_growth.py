@@ -5,7 +5,7 @@ One WebSocket chain of `--turns` store=true turns against the reference server (
 store's payload bytes are read from `/metrics` (`wsmode_store_bytes`); the figure is the bytes
 turn 200 added over the bytes turn 10 added, with the SQLite file size at the end.
 
-    python bench/store_growth.py
+    python bench/ratios/store_growth.py
 """
 
 from __future__ import annotations

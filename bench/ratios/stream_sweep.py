@@ -1,8 +1,8 @@
 """Concurrent streams against one reference-server process: does each hold its decode rate?
 
-    python bench/stream_sweep.py                     # 64, 256, 512 and 1,000 streams
-    python bench/stream_sweep.py --streams 1000 --tokens 3000 --client-processes 1
-    python bench/stream_sweep.py --max-deltas-per-s 0    # the server's delta bound off
+    python bench/ratios/stream_sweep.py                     # 64, 256, 512 and 1,000 streams
+    python bench/ratios/stream_sweep.py --streams 1000 --tokens 3000 --client-processes 1
+    python bench/ratios/stream_sweep.py --max-deltas-per-s 0    # the server's delta bound off
 
 One `wsmode serve` process (profile `spark-1000tps` with jitter and bursts off, so 1,000 tok/s is
 the exact target), its clients on the same machine in `--client-processes` processes (the

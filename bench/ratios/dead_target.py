@@ -1,6 +1,6 @@
 """How long `wsmode certify` takes to give up on a target that stopped answering.
 
-    python bench/dead_target.py [--repeats 3] [--event-timeout 10]
+    python bench/ratios/dead_target.py [--repeats 3] [--event-timeout 10]
 
 Canned targets on 127.0.0.1 (tests/conformance/servers.py), each certified with the whole suite
 in a subprocess as a user would (`python -m harness.cli certify --target URL`), at the default
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.conformance.servers import running
 

@@ -1,6 +1,6 @@
 """Reference-server benchmarks: ratios measured side by side in one run (not timed tests).
 
-    python bench/reference_server_bench.py            # all three sections, ~1-2 minutes
+    python bench/ratios/reference_server_bench.py            # all three sections, ~1-2 minutes
 
 1. Decode rate: achieved / configured tokens per second, one stream at 1,000 and at 4,000 tok/s,
    and 16 concurrent streams at 1,000 tok/s (every stream reported). Achieved rate is measured at

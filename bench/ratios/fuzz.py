@@ -7,7 +7,7 @@ traceback or path in what a client saw), wrongly closed sockets, hangs (no answe
 server errors (5xx, `server_error`, malformed error bodies); then crashes (the server process
 exited) and the tracebacks in the server's own log.
 
-    python bench/fuzz.py --cases 10000
+    python bench/ratios/fuzz.py --cases 10000
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness.load.bench.embedded_server import EmbeddedServer
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the generators live in tests/
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the generators live in tests/
 from tests.reliability.cases import Tally, http_case, run_ws_cases
 
 

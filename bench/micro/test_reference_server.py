@@ -1,13 +1,13 @@
 """reference_server: a continuation turn's CPU path, and the unscripted reply's planning.
 
 The turn runs in process, with no socket and no event-loop wait: the server's `TurnRunner` on a
-zero-cost profile with a scripted "ok", as the continuation bench (`bench/reference_server_bench.py
---only continuation`) drives it over a socket. Where that bench's TTFT moves, these show whether
-the turn did. "First write" is the time from the frame's text to the server's first write (the
-created, in_progress, item-start and first-delta events, serialised); the client leaves at that
-write, so the turn stops there, as a server's does when its client goes away, and each round runs
-the same next turn of an unchanged chain. "Whole turn" runs every turn to its end and the chain
-grows by one per round.
+zero-cost profile with a scripted "ok", as the continuation bench
+(`bench/ratios/reference_server_bench.py --only continuation`) drives it over a socket. Where that
+bench's TTFT moves, these show whether the turn did. "First write" is the time from the frame's text
+to the server's first write (the created, in_progress, item-start and first-delta events,
+serialised); the client leaves at that write, so the turn stops there, as a server's does when its
+client goes away, and each round runs the same next turn of an unchanged chain. "Whole turn" runs
+every turn to its end and the chain grows by one per round.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.inputs import corpus_bodies, in_loop, run_now
+from bench.micro.inputs import corpus_bodies, in_loop, run_now
 from harness.protocol import wire
 from harness.protocol.cache import ResponseCache
 from harness.protocol.events import Event
@@ -139,8 +139,8 @@ def test_turn_first_write_warm(benchmark: Any, services: Services) -> None:
 
 def test_unscripted_turn_first_write_warm(benchmark: Any, services: Services) -> None:
     """As the warm one, the reply generated (no script): what an SDK or codex user's
-    continuation costs the server to its first delta (bench/reference_server_bench.py's target
-    row)."""
+    continuation costs the server to its first delta (bench/ratios/reference_server_bench.py's
+    target row)."""
 
     def measure() -> None:
         chain = Chain(services, WARM_CHAIN, scripted=False)

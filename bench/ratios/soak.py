@@ -7,8 +7,8 @@ new chain. Every `--sample-s` (30 s) the server's RSS (/proc/<pid>/status VmRSS)
 the end, the least-squares slope over the samples after `--warmup-minutes` (5) in MiB/min,
 the target being < 0.5. Also printed: turns done, failures, store bytes (from /metrics).
 
-    python bench/soak.py                # 30 minutes
-    python bench/soak.py --minutes 10
+    python bench/ratios/soak.py                # 30 minutes
+    python bench/ratios/soak.py --minutes 10
 """
 
 from __future__ import annotations

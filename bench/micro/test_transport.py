@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.inputs import TEXT_STREAM, read_stream
+from bench.micro.inputs import TEXT_STREAM, read_stream
 from harness.transport.received import TimedEvent
 from harness.transport.sse_wire import SseParser, encode_events, parse_event
 

@@ -1,13 +1,13 @@
 """The server's ceiling: events/s one reference-server process sustains, and what workers add.
 
-    python bench/server_ceiling.py              # both sections, ~1 minute
-    python bench/server_ceiling.py --section events|workers
+    python bench/ratios/server_ceiling.py              # both sections, ~1 minute
+    python bench/ratios/server_ceiling.py --section events|workers
 
 1. Events/s: 32 concurrent streams, each asking for responses of 2,000 tokens, one delta per
    token (a profile with `max_tokens_per_delta = 1` and no simulated cost, so nothing waits and
    nothing coalesces), against a bare `websockets` server answering each frame with the same
-   number of pre-serialized events, one `send` each (bench/_servers.py). Both servers in their
-   own process; the clients (2 processes) read frames without parsing them (they must not be
+   number of pre-serialized events, one `send` each (bench/ratios/_servers.py). Both servers in
+   their own process; the clients (2 processes) read frames without parsing them (they must not be
    the bottleneck: their CPU is printed). Printed: events/s, server CPU per 1,000 events (from
    /proc: user + system) and the ratios of both (target >= 0.5). On a machine shared with other
    work events/s measures the machine; events per server CPU-second is the one-core ceiling.

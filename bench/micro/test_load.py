@@ -8,7 +8,7 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.frames import OP_TEXT, Frame
 
-from benchmarks.inputs import TEXT_STREAM, frames, read_stream, run_now
+from bench.micro.inputs import TEXT_STREAM, frames, read_stream, run_now
 from harness.load.exchange_outcome import fill_metrics
 from harness.load.replay_results import TurnResult
 from harness.protocol.stream import StreamAccumulator

@@ -16,7 +16,7 @@ Printed side by side: req/s, TTFT p50/p99, and for the 50 ms server the TTFT p50
 and relative) by requests in flight, with the client's receive stamps taken by the kernel (the
 default) and by the event loop, and the floor: a bare socket reader stamped by the kernel (1 in
 flight), i.e. what the server itself adds to its 50 ms.
-Run: `python bench/sse_load.py [--seconds 5] [--in-flight 32] [--tokens 128]`.
+Run: `python bench/ratios/sse_load.py [--seconds 5] [--in-flight 32] [--tokens 128]`.
 """
 
 from __future__ import annotations

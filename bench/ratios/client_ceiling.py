@@ -20,7 +20,7 @@ exchange dropped before the next, as in the load driver).
 
 Printed: events/s (median of the repeats), the ratio to `bare`, client CPU per 1000 events
 (process time / events) and the part of it spent in the cyclic GC.
-Run: `python bench/client_ceiling.py [--events N] [--responses R --small-events M]`.
+Run: `python bench/ratios/client_ceiling.py [--events N] [--responses R --small-events M]`.
 """
 
 from __future__ import annotations

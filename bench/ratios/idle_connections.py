@@ -1,6 +1,6 @@
 """Scale of connections: what 1,000 idle WebSocket connections cost the reference server.
 
-    python bench/idle_connections.py            # ~1 minute
+    python bench/ratios/idle_connections.py            # ~1 minute
 
 One server process (profile zero). A helper process holds IDLE connections open (handshake
 done, nothing sent) so that the measuring client stays as light as when it runs alone.

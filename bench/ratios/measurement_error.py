@@ -18,7 +18,8 @@ engine's TTFT, the tool wait), so the error there is ~1 ms; at 32 the processes 
 `read lag` = when the event loop handed the bytes over minus the kernel's stamp: what a
 user-space stamp would have added on top.
 
-    python bench/measurement_error.py [--mode ws|http|http-chained] [--concurrency 32] [--turns 20]
+    python bench/ratios/measurement_error.py [--mode ws|http|http-chained] [--concurrency 32] \\
+        [--turns 20]
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ A peer's suite, written by others, as a second opinion on the reference server (
 Point it at a checkout of github.com/openresponses/openresponses (PROTOCOL.md §11: upstream main
 with PR #77, e.g. the mirror's commit 92c12d96); the suite runs with Bun and needs only `zod`:
 
-    python bench/open_responses.py --suite ~/src/openresponses --install    # once: bun + zod
-    python bench/open_responses.py --suite ~/src/openresponses              # the reference server
-    python bench/open_responses.py --suite ~/src/openresponses \\
+    python bench/ratios/open_responses.py --suite ~/src/openresponses --install  # once: bun + zod
+    python bench/ratios/open_responses.py --suite ~/src/openresponses    # the reference server
+    python bench/ratios/open_responses.py --suite ~/src/openresponses \\
         --target http://127.0.0.1:8000/v1 --api-key sk-... --model gpt-5-mini
 
 `--install` puts the npm packages `bun` and `zod@3.25.76` into `open-responses/` under
@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from harness.load.bench.embedded_server import EmbeddedServer  # noqa: E402

@@ -11,7 +11,7 @@ Runs alternate (1, 2, 1, 2, ...) so drift on a shared machine hits both alike; m
 `--repeats`. Each run is `wsmode load` over HTTP/SSE at `--in-flight` requests in flight for
 `--seconds` seconds, through the same `run_processes` the CLI calls.
 
-    python bench/load_processes.py [--seconds 5] [--in-flight 32] [--repeats 3]
+    python bench/ratios/load_processes.py [--seconds 5] [--in-flight 32] [--repeats 3]
 """
 
 from __future__ import annotations

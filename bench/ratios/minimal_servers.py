@@ -10,8 +10,8 @@ limits the event rate.
 pre-encoded SSE response of T output-text deltas, after an optional fixed delay before the first
 byte (the "server TTFT"). Keep-alive; one request at a time per connection.
 
-    python bench/minimal_servers.py ws-blast --events 200000
-    python bench/minimal_servers.py sse --tokens 128 --ttft-ms 50 [--announce-early]
+    python bench/ratios/minimal_servers.py ws-blast --events 200000
+    python bench/ratios/minimal_servers.py sse --tokens 128 --ttft-ms 50 [--announce-early]
 
 Each prints ``port <N>`` on its first line, then serves until killed.
 """

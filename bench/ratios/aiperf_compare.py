@@ -3,7 +3,8 @@
 Needs AIPerf installed in a virtualenv you name (`--aiperf-venv`), e.g.
 
     python -m venv /tmp/aiperf-venv && /tmp/aiperf-venv/bin/pip install aiperf==0.13.0
-    python bench/aiperf_compare.py --aiperf-venv /tmp/aiperf-venv [--requests 3000] [--repeats 3]
+    python bench/ratios/aiperf_compare.py --aiperf-venv /tmp/aiperf-venv \\
+        [--requests 3000] [--repeats 3]
 
 The target is the SSE mock (`minimal_servers.py sse --announce-early`, its own process, pinned
 to `--mock-cpu`): created ... content_part.added at once, then after `--ttft-ms` every delta
@@ -41,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _servers import mock_stats, sse_mock
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _TOKENIZER = """
 import sys
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
