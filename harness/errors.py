@@ -12,7 +12,7 @@ or the reference server's own condition. Each class is defined where it is raise
     │   ├── ClientProfileError           harness.conformance.clients.profiles: a client unusable
     │   └── CostProfileError             reference_server.engine.cost_profile: a bad cost profile
     ├── InputError                       a file or document given to wsmode cannot be used
-    │   ├── TraceFormatError             harness.traces.parse: an unusable trace or source file
+    │   ├── TraceFormatError             harness.traces.format.parse: a bad trace or source file
     │   ├── ResultsSchemaError           harness.results.schema: a results file that is not valid
     │   ├── GateInputError               harness.report.gate: gate inputs that cannot be compared
     │   ├── UnreadableInput              harness.conformance.check.recorded_streams: not readable

@@ -33,7 +33,7 @@ LOCAL = {
     "bench",
     "pipeline_items",
     "_servers",
-    "reference_server_bench",  # bench/stream_sweep.py uses its profile helpers
+    "reference_server_bench",  # bench/ratios/stream_sweep.py uses its profile helpers
 }
 
 

@@ -1,4 +1,4 @@
-"""The micro-benchmark suite (`benchmarks/`, pytest-benchmark) runs once, every benchmark's code
+"""The micro-benchmark suite (`bench/micro/`, pytest-benchmark) runs once, every benchmark's code
 executed one time with `--benchmark-disable`, so none of them can rot unnoticed.
 
 The suite is not collected by the test command (`testpaths`); this runs it in its own pytest
@@ -27,7 +27,7 @@ def test_every_micro_benchmark_runs_once(tmp_path: Path) -> None:
             sys.executable,
             "-m",
             "pytest",
-            "benchmarks",
+            "bench/micro",
             "-q",
             "--benchmark-disable",
             f"--junitxml={report}",

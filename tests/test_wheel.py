@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import site
 import subprocess
 import sys
+import tomllib
 import urllib.request
 import zipfile
 from collections.abc import Iterator
@@ -30,6 +32,7 @@ pytestmark = pytest.mark.slow
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     base = tmp_path_factory.mktemp("wheel")
     dist = base / "dist"
+    source = _source_copy(base / "source")
     subprocess.run(
         [
             sys.executable,
@@ -41,7 +44,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             "--no-build-isolation",
             "-w",
             str(dist),
-            str(ROOT),
+            str(source),
         ],
         check=True,
         cwd=base,
@@ -65,6 +68,24 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         cwd=base,
     )
     yield env_dir
+
+
+def _source_copy(dest: Path) -> Path:
+    """What the wheel is built from, copied out of the checkout: pyproject.toml, the readme and
+    the folders its packages come from. Built in place, setuptools would rewrite the checkout's
+    build/ and wsmode.egg-info/, where the tests running beside this one under `pytest -n` read
+    wsmode's version (`importlib.metadata`)."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]
+    folders = {name.split(".")[0] for name in setuptools["packages"]}
+    folders |= set(setuptools["package-dir"].values())
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for folder in sorted(folders):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, dest / name)
+    return dest
 
 
 def _see_this_environment(env_dir: Path) -> None:

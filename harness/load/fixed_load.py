@@ -58,7 +58,7 @@ from harness.load.replay_results import TurnResult
 from harness.protocol.items import history_item
 from harness.results.histograms import MetricSet
 from harness.transport.exchange import Exchange
-from harness.transport.liveness import PROBE_TIMEOUT_S
+from harness.transport.liveness_probe import PROBE_TIMEOUT_S
 
 DEFAULT_MODEL = "gpt-5-codex"
 # common English words of at most 7 letters: one token each after a space (o200k and the

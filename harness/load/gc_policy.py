@@ -4,8 +4,8 @@ A load client allocates containers for every event it reads (the parsed event, i
 and keeps a turn's events until the turn is scored. Under CPython's defaults a young collection
 runs every 700 container allocations and every tenth one also walks the middle generation, so the
 collector's cost grows with what is kept: on one response of 200,000 deltas
-(`bench/client_ceiling.py`) it took 3.3 ms per 1,000 events, 40 % of the client's CPU, and held
-the client to 0.56 of a bare receive loop. With this policy: ~0.6 ms, and 0.8-0.94 of the bare
+(`bench/ratios/client_ceiling.py`) it took 3.3 ms per 1,000 events, 40 % of the client's CPU, and
+held the client to 0.56 of a bare receive loop. With this policy: ~0.6 ms, and 0.8-0.94 of the bare
 loop over repeated runs.
 
 - `gc.freeze()` moves everything alive at the start (modules, the loaded traces: the bundled

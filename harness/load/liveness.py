@@ -1,6 +1,6 @@
 """Dead-target detection for the load harness: a turn that timed out, or met a refused or
-broken connection, asks the liveness probe (harness.transport.liveness) whether the target still
-answers.
+broken connection, asks the liveness probe (harness.transport.liveness_probe) whether the target
+still answers.
 
 Every rollout against one target shares a `TargetWatch`: one probe at a time decides, and once
 a probe finds the target dead every turn in flight is given up (`race`), every rollout stops at
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
 from harness.transport.failures import TargetTimeout
-from harness.transport.liveness import PROBE_TIMEOUT_S, probe_outcome
+from harness.transport.liveness_probe import PROBE_TIMEOUT_S, probe_outcome
 from harness.transport.target_check import TargetProblem, describe_failure
 
 DEFAULT_TURN_TIMEOUT_S: Final = 30.0  # a whole turn: an endless or dripping stream ends here

@@ -1,4 +1,4 @@
-"""`wsmode gate` on pytest-benchmark JSON: the micro-benchmarks (`benchmarks/`) against a baseline.
+"""`wsmode gate` on pytest-benchmark JSON: the micro-benchmarks (`bench/micro/`) against a baseline.
 
 A file is read as pytest-benchmark's when it carries its `machine_info` and `benchmarks` keys
 (`--benchmark-json`, or a run saved with `--benchmark-save`). Benchmarks are paired by their

@@ -35,7 +35,7 @@ MOONCAKE_BLOCK_TOKENS = 512
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from harness.traces import generator as tracegen
+    from harness.traces.synthetic import generator as tracegen
 
     record = subparsers.add_parser(
         "record",
@@ -149,7 +149,7 @@ def _record(args: argparse.Namespace) -> int:
 
     from websockets.exceptions import ConnectionClosed
 
-    from harness.traces.recorder import RECORD, record
+    from harness.traces.record.proxy import RECORD, record
     from harness.transport.target_check import check_reachable_now
 
     problem = check_reachable_now(args.upstream)  # an upstream not there: one line, no file
@@ -172,13 +172,14 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from harness.traces import generator as tracegen
     from harness.traces.format import dump_rollouts
+    from harness.traces.synthetic import corpus
+    from harness.traces.synthetic import generator as tracegen
 
     def fail(message: str) -> int:
         return usage_error("wsmode traces generate", message)
 
-    seed = tracegen.CORPUS_SEED if args.seed is None else args.seed
+    seed = corpus.CORPUS_SEED if args.seed is None else args.seed
     out = Path(args.out)
     # a trailing slash is lost by Path(), yet it clearly names a directory
     names_dir = args.out.endswith(("/", os.sep)) or out.is_dir()
@@ -201,7 +202,7 @@ def _generate(args: argparse.Namespace) -> int:
         if names_file:
             return fail(f"without --count, --out is a directory, got the file name {args.out}")
         try:
-            sizes = tracegen.write_corpus(out, seed)
+            sizes = corpus.write_corpus(out, seed)
         except OSError as exc:
             return fail(f"cannot write under {out}: {exc.strerror or exc}")
         for name, size in sizes.items():
@@ -248,7 +249,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from harness.traces.convert_cli import ConvertOptions, convert_inputs, summary_line
+    from harness.traces.converters.sources import ConvertOptions, convert_inputs, summary_line
     from harness.traces.format import dump_rollouts
 
     if args.min_turns < 1:
@@ -271,22 +272,22 @@ def _convert(args: argparse.Namespace) -> int:
 def tool_main(argv: Sequence[str] | None = None) -> int:
     """`python -m harness.traces.commands corpus [--out traces] [--seed N] [--stats]`:
     regenerate the bundled trace corpus (traces/README.md)."""
-    from harness.traces import generator as tracegen
+    from harness.traces.synthetic import corpus
 
     parser = CommandParser(prog="python -m harness.traces.commands")
     tools = parser.add_subparsers(dest="tool", metavar="TOOL", required=True)
-    corpus = tools.add_parser("corpus", help="regenerate the bundled trace corpus")
-    corpus.add_argument("--out", default="traces", help="output directory (default: traces)")
-    corpus.add_argument("--seed", type=int, default=tracegen.CORPUS_SEED)
-    corpus.add_argument("--stats", action="store_true", help="print corpus statistics as JSON")
+    regenerate = tools.add_parser("corpus", help="regenerate the bundled trace corpus")
+    regenerate.add_argument("--out", default="traces", help="output directory (default: traces)")
+    regenerate.add_argument("--seed", type=int, default=corpus.CORPUS_SEED)
+    regenerate.add_argument("--stats", action="store_true", help="print corpus statistics as JSON")
     args = parser.parse_args(argv)
-    sizes = tracegen.write_corpus(args.out, args.seed)
+    sizes = corpus.write_corpus(args.out, args.seed)
     for name, size in sizes.items():
         print(f"{name}: {size / 1e6:.2f} MB")
     if args.stats:
         from harness.traces.format import load_traces
 
-        stats = tracegen.corpus_stats(load_traces(Path(args.out) / "corpus"))
+        stats = corpus.corpus_stats(load_traces(Path(args.out) / "corpus"))
         print(json.dumps(stats, indent=2))
     return 0
 

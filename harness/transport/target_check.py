@@ -2,7 +2,7 @@
 
 Before certify, bench, load or record start anything that writes results, each URL they will use
 gets one bounded check: the URL's scheme, a fresh connection (and the WebSocket upgrade), and one
-minimal exchange, the liveness probe's plain create (harness.transport.liveness). What can go
+minimal exchange, the liveness probe's plain create (harness.transport.liveness_probe). What can go
 wrong is classified into a `TargetProblem` that reads as one line: what went wrong, where (the
 URL), the errno or HTTP status (with the server's JSON error message when it sent one), and what
 to try. The commands print it as `<prog>: <line>` and exit 2 without writing a results file.
@@ -33,7 +33,7 @@ from harness.errors import TransportError
 from harness.protocol.errors import ApiError
 from harness.transport.exchange import error_from_http
 from harness.transport.failures import HttpStatusError, TargetClosed, TargetTimeout
-from harness.transport.liveness import ProbeOutcome, probe_outcome
+from harness.transport.liveness_probe import ProbeOutcome, probe_outcome
 from harness.transport.ws import WsClient
 
 CHECK_BUDGET_S: Final = 10.0  # the whole check: connection, upgrade and the answer's events

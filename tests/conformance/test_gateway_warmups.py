@@ -22,7 +22,7 @@ from harness.load.bench.variants import Variant
 from harness.load.replay import Endpoint, ReplayOptions, replay_rollout
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.traces.format import load_traces
-from harness.traces.recorder import Recorder
+from harness.traces.record.proxy import Recorder
 from reference_server.app import ReferenceServer
 from tests.load.replay_support import SMOKE, reference_server, run, smoke_rollouts
 

@@ -10,7 +10,7 @@ import pytest
 from harness.load.bench.result import metric_sets
 from harness.load.replay import ReplayOptions, replay_rollout
 from harness.traces.format import Rollout
-from harness.traces.multi_agent import to_multi_agent
+from harness.traces.synthetic.multi_agent import to_multi_agent
 from reference_server.app import ReferenceServer
 
 from .replay_support import endpoint, reference_server, run, smoke_rollouts

@@ -1,5 +1,5 @@
 """Dead-target detection: a timed-out turn triggers one probe; a dead target stops the run.
-The probe itself is tested in tests/transport/test_liveness.py."""
+The probe itself is tested in tests/transport/test_liveness_probe.py."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Generated bad input and the checks every answer must pass, for WebSocket and HTTP alike.
 
-A case is made from a seed (`random.Random(seed)`), so hypothesis drives the seeds in the tests
-and `bench/fuzz.py` runs the same generators for 10,000 cases. What a case may do to the server:
+A case is made from a seed (`random.Random(seed)`), so hypothesis drives the seeds in the tests and
+`bench/ratios/fuzz.py` runs the same generators for 10,000 cases. What a case may do to the server:
 get an `error` event (or an HTTP 4xx with an `{"error": {...}}` body) that leaks no traceback or
-path, or a normal response if the mutation happened to be valid; the WebSocket stays open (a
-binary frame is the one input that closes it, 1003) and the next valid create still completes.
+path, or a normal response if the mutation happened to be valid; the WebSocket stays open (a binary
+frame is the one input that closes it, 1003) and the next valid create still completes.
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def http_body(seed: int) -> bytes:
 
 @dataclass
 class Tally:
-    """What a run of cases found (bench/fuzz.py prints it; the tests assert it is clean)."""
+    """What a run of cases found (bench/ratios/fuzz.py prints it; the tests assert it is clean)."""
 
     cases: int = 0
     errors_answered: int = 0

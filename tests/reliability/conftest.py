@@ -2,7 +2,7 @@
 
 Servers run as `wsmode serve` child processes (harness.load.bench.embedded_server) where a test
 needs signals (SIGTERM, SIGKILL) or a restart, and in a thread otherwise. Bounded for CI: generated
-cases are a few hundred per transport; `bench/fuzz.py` runs the same generators at scale.
+cases are a few hundred per transport; `bench/ratios/fuzz.py` runs the same generators at scale.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A few hundred generated bad inputs per transport (cases.py); bench/fuzz.py runs 10,000."""
+"""A few hundred generated bad inputs per transport (cases.py); bench/ratios/fuzz.py runs 10,000."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,9 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("micro")
     (folder / "test_tiny.py").write_text(BENCHMARKS)
     out = folder / "run.json"
+    # pytest-benchmark turns itself off in an xdist worker (it reads PYTEST_XDIST_WORKER, which
+    # this child would inherit under `pytest -n`): the child must measure, so it runs without them
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
     done = subprocess.run(
         [
             *(sys.executable, "-m", "pytest", str(folder / "test_tiny.py"), "-q"),
@@ -48,6 +52,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         capture_output=True,
         text=True,
         timeout=120,
+        env=env,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     run: dict[str, Any] = json.loads(out.read_text())

@@ -12,7 +12,8 @@ import pytest
 
 from harness.cli import main as cli_main
 from harness.traces.format import load_traces
-from harness.traces.generator import CORPUS_SEED, derive_seed
+from harness.traces.synthetic.corpus import CORPUS_SEED
+from harness.traces.synthetic.generator import derive_seed
 
 SMOKE = Path(__file__).resolve().parents[2] / "traces" / "smoke.jsonl"
 

@@ -15,7 +15,7 @@ and the remaining cases are not run. With the default timeouts that is under 60 
 Why the probe: a target that accepts the upgrade and then never answers (a black hole), or one
 that swallows error events, would make every remaining case wait out its timeouts, ten minutes
 of FAILs that say nothing new. After a case whose findings look like silence (`STALL_RULES`),
-the liveness probe (harness.transport.liveness) asks a fresh socket whose frames land in the
+the liveness probe (harness.transport.liveness_probe) asks a fresh socket whose frames land in the
 case's wire log: a plain create must be answered and an unknown previous_response_id must get an
 error event, each within the event timeout (so a slow but correct target passes). If either is
 met with silence the remaining cases are not run (`TargetStopped`).
@@ -39,7 +39,7 @@ from harness.conformance.runner.context import (
 )
 from harness.conformance.runner.recording import RecordingWsClient
 from harness.conformance.targets.profile import TargetProfile
-from harness.transport.liveness import probe
+from harness.transport.liveness_probe import probe
 
 # Findings after which the target may have stopped answering (silence, a response that never
 # ends, a connection that cannot even be opened: a target that died): a liveness probe decides.

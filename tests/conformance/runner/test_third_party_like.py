@@ -3,7 +3,7 @@
 The false FAILs they met are gone (a FIFO judged without `metadata`, SDK accumulator cases that
 fail on their own rules only, the warm-up's in_progress a SHOULD), and a dead or error-swallowing
 target ends the run with "target stopped answering after case X; N cases not run". These tests
-assert verdicts and counts, never wall time (bench/dead_target.py reports the time).
+assert verdicts and counts, never wall time (bench/ratios/dead_target.py reports the time).
 """
 
 from __future__ import annotations

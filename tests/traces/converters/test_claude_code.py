@@ -12,7 +12,7 @@ import pytest
 from harness.traces.converters.claude_code import convert_claude_code, iter_claude_sessions
 from harness.traces.format import TraceFormatError
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "claude-code"
+SAMPLES = Path(__file__).resolve().parent / "samples" / "claude-code"
 MAIN = SAMPLES / "c45af7b1-cb7c-4e51-93db-8cbb250a877a.jsonl"  # 2.0.76, compacted, warm-up agent
 STUDIO = SAMPLES / "5da894cf-39f2-4285-8dad-323adb2d00ef.jsonl"  # 2.0.76, opus, 2 Bash calls
 TASKS = SAMPLES / "handwritten" / "0f1e2d3c-4b5a-4c6d-8e7f-000000000001.jsonl"

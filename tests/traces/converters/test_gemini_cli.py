@@ -1,5 +1,5 @@
 """Gemini CLI sessions: a hand-written session in the CLI's documented format (no licensed real
-session was reachable, see tests/traces/samples/README.md), its mapping and input errors."""
+session was reachable, see samples/README.md beside this file), its mapping and input errors."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from harness.traces.converters.gemini_cli import convert_gemini_cli
 from harness.traces.format import TraceFormatError
 
 SAMPLE = (
-    Path(__file__).resolve().parents[1]
+    Path(__file__).resolve().parent
     / "samples"
     / "gemini-cli"
     / "handwritten"

@@ -16,7 +16,7 @@ from harness.traces.converters.common import read_jsonl
 from harness.traces.converters.mooncake import convert_mooncake, infer_sessions, parse_line
 from harness.traces.format import Rollout, TraceFormatError
 
-SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "mooncake" / "sample_trace.jsonl"
+SAMPLE = Path(__file__).resolve().parent / "samples" / "mooncake" / "sample_trace.jsonl"
 DYNAMO = SAMPLE.with_name("mooncake_trace.jsonl")
 
 
