@@ -39,7 +39,7 @@ from pathlib import Path
 
 from websockets.asyncio.client import connect
 
-from harness.load.gc_policy import load_gc
+from harness.load.core.gc_policy import load_gc
 from harness.transport.exchange import ws_exchange
 from harness.transport.ws import WsClient
 

@@ -21,6 +21,9 @@ from harness.load.bench.config import (
 from harness.load.bench.embedded_server import DEFAULT_PROFILE, EmbeddedServer
 from harness.load.bench.run import BENCH, run_bench
 from harness.load.bench.variants import NOCACHE_VARIANT
+from harness.load.core.modes import MODES, parse_mode
+from harness.load.core.replay_options import Endpoint
+from harness.load.core.target_watch import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
 from harness.load.fixed_load import DEFAULT_MODEL, LoadSpec, ShardResult, mode_seed
 from harness.load.fixed_load_run import (
     LoadRun,
@@ -29,9 +32,6 @@ from harness.load.fixed_load_run import (
     print_load,
     run_processes,
 )
-from harness.load.liveness import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
-from harness.load.modes import MODES, parse_mode
-from harness.load.replay import Endpoint
 from harness.load.target_identity import server_headers
 from harness.progress import Progress, phase
 from harness.results.identity import resolve_identity

@@ -36,9 +36,9 @@ results document are in `fixed_load_run`.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
+import itertools
 import math
 import random
 import resource
@@ -50,14 +50,15 @@ from typing import Any, Protocol
 
 from harness.errors import TransportError
 from harness.load.bench.result import record_turn
-from harness.load.exchange_outcome import capped_exchange_error, fill_metrics
-from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S, TargetWatch
-from harness.load.modes import Mode, parse_mode
-from harness.load.replay import Endpoint, ReplayOptions, Session
-from harness.load.replay_results import TurnResult
+from harness.load.core.exchange_outcome import capped_exchange_error, fill_metrics
+from harness.load.core.measurements import TurnResult
+from harness.load.core.modes import Mode, parse_mode
+from harness.load.core.replay_options import Endpoint, ReplayOptions
+from harness.load.core.schedule import LoadPattern
+from harness.load.core.session import Session
+from harness.load.core.target_watch import DEFAULT_TURN_TIMEOUT_S, TargetWatch
 from harness.protocol.items import history_item
 from harness.results.histograms import MetricSet
-from harness.transport.exchange import Exchange
 from harness.transport.liveness import PROBE_TIMEOUT_S
 
 DEFAULT_MODEL = "gpt-5-codex"
@@ -213,11 +214,6 @@ def request_body(spec: LoadSpec, rng: random.Random, previous_id: str | None) ->
     return body
 
 
-def load_error(exchange: Exchange) -> str | None:
-    """Why a request failed, or None: completed, or stopped at the max_output_tokens asked for."""
-    return capped_exchange_error(exchange)
-
-
 # -- what one process measures ---------------------------------------------------------------------
 @dataclass
 class ShardResult:
@@ -363,7 +359,8 @@ class _Conversation:
             return _failed(turn, f"transport: {exc}", self)
         if exchange.transport_error is not None:  # silence, an endless stream, a dropped socket
             await self.ask_watch()
-        error = load_error(exchange)
+        # completed, or stopped at the max_output_tokens asked for: both succeed
+        error = capped_exchange_error(exchange)
         if error is not None:
             return _failed(turn, error, self)
         fill_metrics(turn, exchange, 0)
@@ -431,81 +428,67 @@ class Tally(Protocol):
     def __setitem__(self, index: int, value: int, /) -> None: ...
 
 
+class _Conversations:
+    """The shard's conversations, the engine's runner: a request takes an idle conversation (or
+    starts one) and gives it back, unless that was its last turn. A closed-loop worker takes back
+    the conversation it just gave (nothing runs in between), so each worker keeps its own."""
+
+    def __init__(
+        self, spec: LoadSpec, shard: int, rng: random.Random, watch: TargetWatch, out: ShardResult
+    ) -> None:
+        self.spec, self.shard, self.rng, self.watch, self.out = spec, shard, rng, watch, out
+        self.idle: list[_Conversation] = []
+        self.open: set[_Conversation] = set()
+        self.numbers = itertools.count()
+        self.start_ns = time.perf_counter_ns()
+
+    async def request(self, _: bool, intended_ns: int | None) -> None:
+        """One request; `intended_ns` (open loop) is when it was due."""
+        if self.idle:
+            conversation = self.idle.pop()
+        else:
+            conversation = _Conversation(self.spec, next(self.numbers), self.watch)
+            self.open.add(conversation)
+        turn = await conversation.request(self.rng, self.shard, intended_ns or 0)
+        self.out.add(turn, self.spec.keep_samples, open_loop=intended_ns is not None)
+        self.out.note_sent(conversation.last_sent_ns, self.start_ns)
+        if conversation.finished:
+            self.open.discard(conversation)
+            await conversation.close()
+        else:
+            self.idle.append(conversation)
+
+    async def close(self) -> None:
+        for conversation in self.open:
+            await conversation.close()
+        self.open.clear()
+        self.idle.clear()
+
+
 async def run_shard(spec: LoadSpec, shard: int = 0, tally: Tally | None = None) -> ShardResult:
     """Run this process's share of the load; never raises for the target's misbehaviour.
 
-    `tally` (a list, or a shared array across processes) gets the counts as requests end."""
+    The requests go through the engine's scheduler (harness.load.core.schedule): the closed
+    loop, or with a rate the open loop, its arrivals drawn from the same seeded source as the
+    prompts. `tally` (a list, or a shared array across processes) gets the counts as requests
+    end."""
     out = ShardResult(tally=tally)
     rng = random.Random(spec.seed)
     # the probe after a timed-out request: at most the request timeout (a short one tests fast)
     budget = _Budget(spec, TargetWatch(probe_timeout_s=min(PROBE_TIMEOUT_S, spec.timeout_s)))
+    pattern = LoadPattern(concurrency=spec.concurrency, rate_per_s=spec.rate_per_s)
     cpu0 = _cpu_s()
     out.started_ns = time.monotonic_ns()
-    if spec.rate_per_s is None:
-        await _closed_loop(spec, shard, rng, budget, out)
-    else:
-        await _open_loop(spec, shard, rng, budget, out)
+    conversations = _Conversations(spec, shard, rng, budget.watch, out)
+    try:  # the budget ends the requests: in flight then, they finish and count
+        await pattern.run(iter(budget.take, False), conversations.request, rng=rng)
+    finally:
+        await conversations.close()
     out.ended_ns = time.monotonic_ns()
     out.cpu_s = _cpu_s() - cpu0
     watch = budget.watch  # why the run ended early: classified like the pre-run check, if it can
     out.stopped = (watch.problem.line() if watch.problem else watch.dead_reason) or ""
     return out
-
-
-async def _closed_loop(
-    spec: LoadSpec, shard: int, rng: random.Random, budget: _Budget, out: ShardResult
-) -> None:
-    numbers = iter(range(1 << 62))
-    start_ns = time.perf_counter_ns()
-
-    async def worker() -> None:
-        conversation = _Conversation(spec, next(numbers), budget.watch)
-        try:
-            while budget.take():
-                if conversation.finished:
-                    await conversation.close()
-                    conversation = _Conversation(spec, next(numbers), budget.watch)
-                out.add(await conversation.request(rng, shard, 0), spec.keep_samples)
-                out.note_sent(conversation.last_sent_ns, start_ns)
-        finally:
-            await conversation.close()
-
-    await asyncio.gather(*(worker() for _ in range(spec.concurrency)))
-
-
-async def _open_loop(
-    spec: LoadSpec, shard: int, rng: random.Random, budget: _Budget, out: ShardResult
-) -> None:
-    assert spec.rate_per_s is not None
-    slots = asyncio.Semaphore(spec.concurrency)
-    idle: list[_Conversation] = []
-    numbers = iter(range(1 << 62))
-    tasks: set[asyncio.Task[None]] = set()
-
-    async def one(intended_ns: int) -> None:
-        async with slots:
-            conversation = idle.pop() if idle else _Conversation(spec, next(numbers), budget.watch)
-            turn = await conversation.request(rng, shard, intended_ns)
-            out.add(turn, spec.keep_samples, open_loop=True)
-            out.note_sent(conversation.last_sent_ns, start_ns)
-            if conversation.finished:
-                await conversation.close()
-            else:
-                idle.append(conversation)
-
-    next_ns = start_ns = time.perf_counter_ns()
-    while budget.take():
-        next_ns += int(rng.expovariate(spec.rate_per_s) * 1e9)
-        delay_s = (next_ns - time.perf_counter_ns()) / 1e9
-        if delay_s > 0:
-            await asyncio.sleep(delay_s)
-        task = asyncio.create_task(one(next_ns))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-    if tasks:
-        await asyncio.gather(*tasks)
-    for conversation in idle:
-        await conversation.close()
 
 
 def _cpu_s() -> float:

@@ -32,8 +32,8 @@ from typing import Any, TextIO
 
 from harness.errors import TargetError
 from harness.load.bench.result import mode_entry
+from harness.load.core.gc_policy import load_gc
 from harness.load.fixed_load import LoadSpec, ShardResult, run_shard
-from harness.load.gc_policy import load_gc
 from harness.progress import Progress, phase
 from harness.results.schema import finish_result, new_result
 from harness.results.table import Column, legend, number, render

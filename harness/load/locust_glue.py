@@ -26,8 +26,8 @@ from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 from harness.load.bench.result import metric_sets, mode_entry
-from harness.load.gc_policy import load_gc
-from harness.load.replay_results import RolloutResult
+from harness.load.core.gc_policy import load_gc
+from harness.load.core.measurements import RolloutResult
 from harness.results.compare import compare
 from harness.results.histograms import MetricSet
 from harness.results.schema import finish_result, new_result

@@ -27,10 +27,12 @@ import gevent
 from locust import User, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
+from harness.load.core.measurements import RolloutResult, TurnResult
+from harness.load.core.modes import Mode
+from harness.load.core.replay_options import Endpoint, ReplayOptions
+from harness.load.core.rollout_driver import replay_rollout
+from harness.load.core.session import HttpClientPool
 from harness.load.locust_glue import PAYLOAD_KEY, AsyncioBridge, Collector, build_locust_result
-from harness.load.modes import Mode
-from harness.load.replay import Endpoint, HttpClientPool, ReplayOptions, replay_rollout
-from harness.load.replay_results import RolloutResult, TurnResult
 from harness.results.paths import portable_path
 from harness.results.schema import utc_now_iso
 from harness.results.store import slug, write_result

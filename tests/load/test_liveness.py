@@ -12,8 +12,9 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 
-from harness.load.liveness import TargetWatch
-from harness.load.replay import Endpoint, ReplayOptions, replay_rollout
+from harness.load.core.replay_options import Endpoint, ReplayOptions
+from harness.load.core.rollout_driver import replay_rollout
+from harness.load.core.target_watch import TargetWatch
 
 from .replay_support import endpoint, reference_server, run, smoke_rollouts
 
@@ -49,8 +50,8 @@ def test_a_live_target_passes_the_probe_and_the_run_goes_on(tmp_path: Path) -> N
         target = endpoint(server)
         assert target.ws_url is not None and target.http_url is not None
         watch = TargetWatch()
-        run(watch.after_timeout(target.ws_url, "ws", "m", None))
-        run(watch.after_timeout(target.http_url, "http", "m", None))
+        run(watch.after_failure(target.ws_url, "ws", "m", None))
+        run(watch.after_failure(target.http_url, "http", "m", None))
     assert watch.probes == 2 and watch.dead_reason is None
 
 

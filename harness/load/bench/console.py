@@ -14,8 +14,8 @@ from typing import Any
 
 from harness.load.bench.recorded import format_recorded
 from harness.load.bench.result import CUT_ERROR, is_cut
+from harness.load.core.measurements import describe_output_caps
 from harness.load.engine_metrics import describe_engine_cache
-from harness.load.replay_results import describe_output_caps
 from harness.progress import MAX_COLUMNS
 from harness.results.table import Column, legend, number, render
 from harness.results.work import describe_tokens

@@ -16,7 +16,7 @@ from typing import Any
 from harness.load.bench.config import BenchConfig
 from harness.load.bench.recorded import recorded_vs_replayed
 from harness.load.bench.variants import NOCACHE_VARIANT, OPTIMIZATION_FLAGS, Variant, ablation_name
-from harness.load.replay_results import RolloutResult, TurnResult, output_cap_summary
+from harness.load.core.measurements import RolloutResult, TurnResult, output_cap_summary
 from harness.results import compare as cmp
 from harness.results.histograms import MetricSet
 from harness.results.schema import finish_result, new_result

@@ -49,20 +49,14 @@ from harness.load.bench.variants import (
     build_variants,
     embedded_servers,
 )
+from harness.load.core.gc_policy import load_gc
+from harness.load.core.measurements import RolloutResult, TurnResult
+from harness.load.core.rollout_driver import replay_rollout
+from harness.load.core.schedule import LoadPattern, interleaved, sweep
+from harness.load.core.session import HttpClientPool
+from harness.load.core.subagents import Spawn, families, family_members, run_with_spawns
+from harness.load.core.target_watch import TargetWatch
 from harness.load.engine_metrics import EngineMetricsError, counter_delta, read_counters
-from harness.load.gc_policy import load_gc
-from harness.load.liveness import TargetWatch
-from harness.load.replay import HttpClientPool, replay_rollout
-from harness.load.replay_results import RolloutResult, TurnResult
-from harness.load.schedule import (
-    Spawn,
-    closed_loop,
-    families,
-    family_members,
-    interleaved,
-    open_loop,
-    run_with_spawns,
-)
 from harness.load.target_identity import server_headers
 from harness.progress import MAX_COLUMNS, Progress, phase
 from harness.results.identity import resolve_identity
@@ -232,48 +226,6 @@ def not_spawned(spawn: Spawn[Replay], parent: RolloutResult) -> list[RolloutResu
 JobResults = list[RolloutResult]  # a job's results: its rollout's, then its sub-agents'
 
 
-@dataclass(frozen=True, slots=True)
-class JobSchedule:
-    """How a run's jobs are scheduled (harness.load.schedule): the load pattern and its bounds.
-    A sweep runs the closed loop once per level, with `concurrency` set to the level."""
-
-    open_loop: bool
-    concurrency: int  # closed loop: workers; open loop: at most in flight
-    rate_per_s: float
-    seed: int
-    duration_s: float | None
-    max_jobs: int | None
-    cut: Callable[[Replay], JobResults]
-
-    async def run(
-        self,
-        jobs: Sequence[Replay],
-        runner: FamilyReplayer,
-        on_done: Callable[[JobResults], None] | None,
-    ) -> list[JobResults]:
-        if self.open_loop:
-            return await open_loop(
-                jobs,
-                runner,
-                rate_per_s=self.rate_per_s,
-                seed=self.seed,
-                max_in_flight=self.concurrency,
-                duration_s=self.duration_s,
-                max_jobs=self.max_jobs,
-                on_done=on_done,
-                cut=self.cut,
-            )
-        return await closed_loop(
-            jobs,
-            runner,
-            concurrency=self.concurrency,
-            duration_s=self.duration_s,
-            max_jobs=self.max_jobs,
-            on_done=on_done,
-            cut=self.cut,
-        )
-
-
 async def _schedule_jobs(
     run: BenchRun,
     pairs: list[tuple[Rollout, Variant]],
@@ -281,60 +233,94 @@ async def _schedule_jobs(
     runner: FamilyReplayer,
     progress: TextIO | None,
 ) -> list[JobResults]:
-    """Each job is a rollout with its sub-agents; its results: the rollout's, then theirs."""
+    """Each job is a rollout with its sub-agents; its results: the rollout's, then theirs. The
+    jobs go through the engine's scheduler: the load pattern, a sweep of closed loops, or (with
+    --engine-metrics) one variant after another, the engine's counters read around each."""
     config = run.config
     # pairs are interleaved (every variant per rollout), so a prefix of N x variants pairs
     # replays the first N rollouts in every variant
     variant_count = len({v.name for _, v in pairs})
     max_jobs = config.max_rollouts * variant_count if config.max_rollouts is not None else None
-
-    async def run_jobs(at: JobSchedule, jobs: list[Replay], label: str) -> list[JobResults]:
-        if progress is None:
-            return await at.run(jobs, runner, None)
-        live = _TurnProgress(jobs[:max_jobs], progress, label, config)
-        runner.turn_seen = live.turn_seen
-        try:
-            return await at.run(jobs, runner, live.job_done)
-        finally:
-            runner.turn_seen = None
-            live.show.close()
+    live = _LiveProgress(progress, config, runner)
 
     def cut(job: Replay) -> JobResults:
         return [m.finished or cut_result(m, config.duration_s) for m in job.family()]
 
-    schedule = JobSchedule(
-        open_loop=config.schedule == "open",
+    pattern = LoadPattern(
         concurrency=config.concurrency,
-        rate_per_s=config.rate_per_s,
+        rate_per_s=config.rate_per_s if config.schedule == "open" else None,
         seed=config.seed,
         duration_s=config.duration_s,
         max_jobs=max_jobs,
-        cut=cut,
     )
-    if config.schedule == "sweep":
-        results: list[JobResults] = []
-        for level in config.sweep_levels:
-            jobs = [make_replay(r, replace(v, name=f"{v.name}-c{level}"), spawns) for r, v in pairs]
-            shortfall = sweep_shortfall(level, len(jobs[:max_jobs]))
-            if shortfall is not None:
-                run.warnings.append(shortfall)
-                if progress is not None:
-                    progress.write(f"warning: {shortfall}\n")
-            at_level = replace(schedule, concurrency=level)
-            results += await run_jobs(at_level, jobs, f"bench, concurrency {level}")
-        return results
-    if config.engine_metrics_url is not None:  # one variant after another, counters around each
-        results = []
-        one_variant = replace(schedule, max_jobs=config.max_rollouts)
-        for variant in dict.fromkeys(v for _, v in pairs):
-            jobs = [make_replay(r, v, spawns) for r, v in pairs if v is variant]
-            before = await read_counters(config.engine_metrics_url)
-            results += await run_jobs(one_variant, jobs, f"bench, {variant.name}")
-            after = await read_counters(config.engine_metrics_url)
-            run.engine_cache[variant.name] = counter_delta(before, after)
-        return results
-    jobs = [make_replay(r, v, spawns) for r, v in pairs]
-    return await run_jobs(schedule, jobs, "bench")
+    try:
+        if config.schedule == "sweep":
+
+            def level_jobs(level: int) -> list[Replay]:
+                live.close()  # the last level's line, before this level's warning
+                jobs = [
+                    make_replay(r, replace(v, name=f"{v.name}-c{level}"), spawns) for r, v in pairs
+                ]
+                shortfall = sweep_shortfall(level, len(jobs[:max_jobs]))
+                if shortfall is not None:
+                    run.warnings.append(shortfall)
+                    if progress is not None:
+                        progress.write(f"warning: {shortfall}\n")
+                live.start(jobs[:max_jobs], f"bench, concurrency {level}")
+                return jobs
+
+            by_level = await sweep(
+                config.sweep_levels,
+                level_jobs,
+                runner,
+                duration_s=config.duration_s,
+                max_jobs=max_jobs,
+                on_done=live.job_done,
+                cut=cut,
+            )
+            return [results for level in by_level.values() for results in level]
+        if config.engine_metrics_url is not None:  # one variant after another, counters around each
+            results: list[JobResults] = []
+            one_variant = replace(pattern, max_jobs=config.max_rollouts)
+            for variant in dict.fromkeys(v for _, v in pairs):
+                jobs = [make_replay(r, v, spawns) for r, v in pairs if v is variant]
+                before = await read_counters(config.engine_metrics_url)
+                live.start(jobs[: one_variant.max_jobs], f"bench, {variant.name}")
+                results += await one_variant.run(jobs, runner, on_done=live.job_done, cut=cut)
+                live.close()
+                after = await read_counters(config.engine_metrics_url)
+                run.engine_cache[variant.name] = counter_delta(before, after)
+            return results
+        jobs = [make_replay(r, v, spawns) for r, v in pairs]
+        live.start(jobs[:max_jobs], "bench")
+        return await pattern.run(jobs, runner, on_done=live.job_done, cut=cut)
+    finally:
+        live.close()
+
+
+class _LiveProgress:
+    """The live line of the stage that runs: the whole run, a sweep level, or one variant (with
+    --engine-metrics); none without a progress stream."""
+
+    def __init__(self, stream: TextIO | None, config: BenchConfig, runner: FamilyReplayer):
+        self.stream, self.config, self.runner = stream, config, runner
+        self.current: _TurnProgress | None = None
+
+    def start(self, jobs: Sequence[Replay], label: str) -> None:
+        self.close()
+        if self.stream is not None:
+            self.current = _TurnProgress(jobs, self.stream, label, self.config)
+            self.runner.turn_seen = self.current.turn_seen
+
+    def job_done(self, results: JobResults) -> None:
+        if self.current is not None:
+            self.current.job_done(results)
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.runner.turn_seen = None
+            self.current.show.close()
+            self.current = None
 
 
 class _TurnProgress:
@@ -584,10 +570,6 @@ def _replay(config: BenchConfig, rollouts: list[Rollout], words: RunWords, err: 
             asyncio.run(_warm_up_and_replay(run, err))
     run.elapsed_s = time.monotonic() - t0
     return run
-
-
-def _ws_only(url: str) -> str | None:
-    return url if url.startswith("ws") else None
 
 
 def _print_summary(out: TextIO, run: BenchRun, result: Mapping[str, Any], words: RunWords) -> None:

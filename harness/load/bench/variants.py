@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 
 from harness.load.bench.config import BenchConfig
 from harness.load.bench.embedded_server import EmbeddedServer
-from harness.load.modes import Mode
-from harness.load.replay import Endpoint, ReplayOptions
+from harness.load.core.modes import Mode
+from harness.load.core.replay_options import Endpoint, ReplayOptions
 
 OPTIMIZATION_FLAGS = ("render_cache", "incremental_checks", "routing_reuse", "async_post")
 NOCACHE_VARIANT = "ws-nocache"

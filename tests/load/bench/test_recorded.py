@@ -15,7 +15,7 @@ from harness.load.bench.result import BenchRun, build_result
 from harness.load.bench.run import run_variants
 from harness.load.bench.variants import Variant
 from harness.load.commands import config_from_args
-from harness.load.replay import ReplayOptions
+from harness.load.core.replay_options import ReplayOptions
 from harness.report.bench_html import render_report
 from harness.results.schema import validate_result
 from harness.traces.converters.kvcache import convert_kvcache

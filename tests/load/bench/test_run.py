@@ -18,7 +18,7 @@ from harness.load.bench.result import CUT_ERROR, BenchRun, baseline_for, build_r
 from harness.load.bench.run import run_bench, run_variants
 from harness.load.bench.variants import NOCACHE_VARIANT, Variant, build_variants
 from harness.load.commands import derive_urls
-from harness.load.replay import ReplayOptions
+from harness.load.core.replay_options import ReplayOptions
 from harness.report.bench_html import render_report
 from harness.results.histograms import MetricSet
 from harness.results.schema import load_result, validate_result

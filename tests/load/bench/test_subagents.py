@@ -11,8 +11,8 @@ from harness.load.bench.config import BenchConfig
 from harness.load.bench.result import BenchRun
 from harness.load.bench.run import run_variants
 from harness.load.bench.variants import Variant
-from harness.load.replay import ReplayOptions
-from harness.load.schedule import families
+from harness.load.core.replay_options import ReplayOptions
+from harness.load.core.subagents import families
 from harness.traces.converters.kvcache import convert_kvcache
 from harness.traces.format import Rollout
 from tests.recorded import TRACE_SAMPLES, needs

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.load.replay_results import TurnResult
+from harness.load.core.measurements import TurnResult
 from harness.protocol.accumulator import RULES
 from harness.protocol.events import NON_OUTPUT_TYPES, reached_output_cap
 from harness.protocol.extension import read_server_stamps

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.load.modes import Mode
+from harness.load.core.modes import Mode
 from harness.results.stats import round_or_none as _r
 from harness.results.work import token_fields
 
