@@ -49,11 +49,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from harness.errors import TransportError
-from harness.load.bench.result import record_turn
 from harness.load.core.exchange_outcome import capped_exchange_error, fill_metrics
 from harness.load.core.measurements import TurnResult
 from harness.load.core.modes import Mode, parse_mode
 from harness.load.core.replay_options import Endpoint, ReplayOptions
+from harness.load.core.results_document import record_turn
 from harness.load.core.schedule import LoadPattern
 from harness.load.core.session import Session
 from harness.load.core.target_watch import DEFAULT_TURN_TIMEOUT_S, TargetWatch

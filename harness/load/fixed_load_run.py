@@ -31,11 +31,10 @@ from multiprocessing.synchronize import Event as EventType
 from typing import Any, TextIO
 
 from harness.errors import TargetError
-from harness.load.bench.result import mode_entry
 from harness.load.core.gc_policy import load_gc
+from harness.load.core.results_document import build_results
 from harness.load.fixed_load import LoadSpec, ShardResult, run_shard
 from harness.progress import Progress, phase
-from harness.results.schema import finish_result, new_result
 from harness.results.table import Column, legend, number, render
 from harness.results.work import describe_tokens, token_summary, unequal_work
 from harness.results.workload import load_workload
@@ -244,9 +243,13 @@ def load_baseline(specs: Sequence[LoadSpec]) -> str | None:
 def build_load_result(
     run: LoadRun, specs: Sequence[LoadSpec], shards: Mapping[str, ShardResult]
 ) -> dict[str, Any]:
-    """A validated `load` results document with one mode entry per mode run."""
+    """A validated `load` results document with one mode entry per mode run, by the engine's
+    one builder (harness.load.core.results_document)."""
     modes_config: dict[str, dict[str, Any]] = {s.mode: s.to_json() for s in specs}
-    result = new_result(
+    by_mode: dict[str, LoadSpec] = {s.mode: s for s in specs}
+    samples = [sample for shard in shards.values() for sample in shard.samples]
+    baseline = load_baseline(specs)
+    return build_results(
         "load",
         label=run.label,
         target=run.target,
@@ -258,25 +261,23 @@ def build_load_result(
             "modes": modes_config,
         },
         started_at=run.started_at,
+        modes={mode: (s.metrics, sum(s.failed.values())) for mode, s in shards.items()},
+        samples=samples,
+        workload=load_workload(modes_config, run.profile),
+        sections={
+            "throughput": {
+                mode: throughput(by_mode[mode], shard, run.processes)
+                for mode, shard in shards.items()
+            },
+            "tokens": {mode: token_summary(samples, mode) for mode in shards},
+            "unequal_work": [
+                flag
+                for mode in shards
+                if baseline is not None and mode != baseline
+                if (flag := unequal_work(samples, baseline, mode)) is not None
+            ],
+        },
     )
-    result["workload"] = load_workload(modes_config, run.profile)
-    load = result["load"]
-    by_mode: dict[str, LoadSpec] = {s.mode: s for s in specs}
-    load["throughput"] = {
-        mode: throughput(by_mode[mode], shard, run.processes) for mode, shard in shards.items()
-    }
-    for mode, shard in shards.items():
-        load["modes"][mode] = mode_entry(shard.metrics, sum(shard.failed.values()))
-        load["samples"].extend(shard.samples)
-    load["tokens"] = {mode: token_summary(load["samples"], mode) for mode in shards}
-    baseline = load_baseline(specs)
-    load["unequal_work"] = [
-        flag
-        for mode in shards
-        if baseline is not None and mode != baseline
-        if (flag := unequal_work(load["samples"], baseline, mode)) is not None
-    ]
-    return finish_result(result)
 
 
 def _ms(value: Any) -> str:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.load.bench.result import metric_sets
 from harness.load.core.replay_options import ReplayOptions
+from harness.load.core.results_document import metric_sets
 from harness.load.core.rollout_driver import replay_rollout
 from harness.traces.format import Rollout
 from harness.traces.multi_agent import to_multi_agent

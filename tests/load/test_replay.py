@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.load.bench.result import metric_sets
 from harness.load.core.measurements import RolloutResult, TurnResult
 from harness.load.core.modes import MODES, Mode
 from harness.load.core.replay_options import ReplayOptions
+from harness.load.core.results_document import metric_sets
 from harness.load.core.rollout_driver import replay_rollout
 from harness.load.core.rollout_requests import CONTINUE_TEXT, RolloutState, answer_calls
 from harness.load.core.session import HttpClientPool
