@@ -22,7 +22,7 @@ from pathlib import Path
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.embedded_server import EmbeddedServer
 
 MIB = 1024 * 1024
 

@@ -44,9 +44,9 @@ or the reference server's own condition. Each class is defined where it is raise
     │   │       └── SetupNotRun          a setup the case needs failed in another case: not run
     │   ├── Unimplemented                harness.conformance.context: the target lacks a capability
     │   ├── TargetStopped                harness.conformance.liveness: the target stopped answering
-    │   ├── EmbeddedServerError          harness.load.bench.embedded_server: `serve` did not start
-    │   ├── LoadProcessError             harness.load.fixed_load_run: a client process died
-    │   ├── EngineMetricsError           harness.load.engine_metrics: the metrics page unreadable
+    │   ├── EmbeddedServerError          harness.load.embedded_server: `serve` did not start
+    │   ├── LoadProcessError             harness.load.fixed.processes: a client process died
+    │   ├── EngineMetricsError           harness.load.bench.engine_cache: the metrics page unreadable
     │   └── WorkersError                 reference_server.workers: a worker did not start
     └── ServerError                      the reference server's own condition, told as an API error
         ├── StoreClosed, RecordTooLarge  reference_server.store.response_store

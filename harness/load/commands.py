@@ -10,7 +10,7 @@ import secrets
 import sys
 from typing import Final
 
-from harness.load.bench.config import (
+from harness.load.bench.bench_config import (
     CORPORA,
     DEFAULT_CONCURRENCY,
     DEFAULT_PER_KIND,
@@ -18,20 +18,17 @@ from harness.load.bench.config import (
     BenchConfig,
     corpus_traces,
 )
-from harness.load.bench.embedded_server import DEFAULT_PROFILE, EmbeddedServer
-from harness.load.bench.run import BENCH, run_bench
+from harness.load.bench.bench_run import BENCH, run_bench
 from harness.load.bench.variants import NOCACHE_VARIANT
 from harness.load.core.modes import MODES, parse_mode
 from harness.load.core.replay_options import Endpoint
 from harness.load.core.target_watch import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
-from harness.load.fixed_load import DEFAULT_MODEL, LoadSpec, ShardResult, mode_seed
-from harness.load.fixed_load_run import (
-    LoadRun,
-    build_load_result,
-    default_processes,
-    print_load,
-    run_processes,
-)
+from harness.load.embedded_server import DEFAULT_PROFILE, EmbeddedServer
+from harness.load.fixed.conversations import ShardResult
+from harness.load.fixed.load_console import print_load
+from harness.load.fixed.load_result import LoadRun, build_load_result
+from harness.load.fixed.load_spec import DEFAULT_MODEL, LoadSpec, mode_seed
+from harness.load.fixed.processes import default_processes, run_processes
 from harness.load.target_identity import server_headers
 from harness.progress import Progress, phase
 from harness.results.identity import resolve_identity

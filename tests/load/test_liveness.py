@@ -115,7 +115,8 @@ def test_a_turn_in_flight_is_given_up_once_a_probe_finds_the_target_dead() -> No
 
 
 def test_wsmode_load_ends_early_with_one_line_against_a_dripping_target(capsys: Any) -> None:
-    from harness.load.fixed_load import LoadSpec, run_shard
+    from harness.load.fixed.conversations import run_shard
+    from harness.load.fixed.load_spec import LoadSpec
 
     async def main() -> Any:
         async with ws_serve(_dripping, "127.0.0.1", 0) as server:

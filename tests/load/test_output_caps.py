@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.load.core.measurements import describe_output_caps, output_cap_summary
+from harness.load.bench.output_caps import describe_output_caps, output_cap_summary
 from harness.load.core.modes import Mode
 from harness.load.core.replay_options import Endpoint, ReplayOptions
 from harness.load.core.rollout_driver import CANCELLED_NOTE, replay_rollout

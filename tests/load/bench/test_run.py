@@ -11,11 +11,12 @@ import pytest
 
 from harness.cli import main as cli_main
 from harness.load import commands
-from harness.load.bench import config as bench_config
-from harness.load.bench.config import BenchConfig, select_rollouts
-from harness.load.bench.console import format_analysis, format_failures, format_table
-from harness.load.bench.result import CUT_ERROR, BenchRun, build_result
-from harness.load.bench.run import run_bench, run_variants
+from harness.load.bench import bench_config
+from harness.load.bench.bench_config import BenchConfig, select_rollouts
+from harness.load.bench.bench_console import format_analysis, format_failures, format_table
+from harness.load.bench.bench_result import CUT_ERROR, BenchRun, build_result
+from harness.load.bench.bench_run import run_bench
+from harness.load.bench.replays import run_variants
 from harness.load.bench.variants import NOCACHE_VARIANT, Variant, build_variants
 from harness.load.commands import derive_urls
 from harness.load.core.replay_options import ReplayOptions

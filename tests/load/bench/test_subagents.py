@@ -7,9 +7,9 @@ import dataclasses
 import io
 from pathlib import Path
 
-from harness.load.bench.config import BenchConfig
-from harness.load.bench.result import BenchRun
-from harness.load.bench.run import run_variants
+from harness.load.bench.bench_config import BenchConfig
+from harness.load.bench.bench_result import BenchRun
+from harness.load.bench.replays import run_variants
 from harness.load.bench.variants import Variant
 from harness.load.core.replay_options import ReplayOptions
 from harness.load.core.subagents import families

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.bundled import BundledDataMissing, corpus_dir, real_corpus_dir
-from harness.load.bench.embedded_server import DEFAULT_PROFILE
 from harness.load.core.modes import MODES, Mode
 from harness.load.core.subagents import families, family_members
 from harness.load.core.target_watch import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
+from harness.load.embedded_server import DEFAULT_PROFILE
 from harness.results.paths import portable_path
 from harness.traces.format import Rollout
 
