@@ -46,7 +46,7 @@ or the reference server's own condition. Each class is defined where it is raise
     │   ├── TargetStopped                harness.conformance.liveness: the target stopped answering
     │   ├── EmbeddedServerError          harness.load.embedded_server: `serve` did not start
     │   ├── LoadProcessError             harness.load.fixed.processes: a client process died
-    │   ├── EngineMetricsError           harness.load.bench.engine_cache: the metrics page unreadable
+    │   ├── EngineMetricsError           harness.load.bench.engine_cache: metrics page unreadable
     │   └── WorkersError                 reference_server.workers: a worker did not start
     └── ServerError                      the reference server's own condition, told as an API error
         ├── StoreClosed, RecordTooLarge  reference_server.store.response_store

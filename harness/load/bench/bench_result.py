@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.load.bench.bench_config import BenchConfig
+from harness.load.bench.bench_config import NOCACHE_VARIANT, BenchConfig
 from harness.load.bench.output_caps import output_cap_summary
 from harness.load.bench.recorded_timings import recorded_vs_replayed
-from harness.load.bench.variants import NOCACHE_VARIANT, OPTIMIZATION_FLAGS, Variant, ablation_name
+from harness.load.bench.variants import OPTIMIZATION_FLAGS, Variant, ablation_name
 from harness.load.core.measurements import RolloutResult
 from harness.load.core.results_document import build_results, metric_sets, paired_comparisons
 from harness.results import compare as cmp

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.load.bench.bench_config import (
+    NOCACHE_VARIANT,
     BenchConfig,
     check_config,
     describe_bounds,
@@ -43,7 +44,6 @@ from harness.load.bench.engine_cache import EngineMetricsError
 from harness.load.bench.replays import run_variants, warm_up
 from harness.load.bench.variants import (
     MAIN_SERVER,
-    NOCACHE_VARIANT,
     ablated_servers,
     build_variants,
     embedded_servers,

@@ -18,12 +18,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.load.core.modes import Mode, parse_mode
 from harness.load.core.replay_options import Endpoint
-from harness.load.core.target_watch import DEFAULT_TURN_TIMEOUT_S
+from harness.load.core.target_watch import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
+from harness.load.target_options import LOAD_PATTERN, OUTPUT
+from harness.options import Option, cli
 
 DEFAULT_MODEL = "gpt-5-codex"
 # common English words of at most 7 letters: one token each after a space (o200k and the
@@ -38,26 +41,91 @@ _WORD_TEXT = (
 _WORDS = tuple(_WORD_TEXT.split())
 
 
+#: the help group of the request shape's options
+SHAPE = "request shape"
+
+
+def _shape(*flags: str, **option: Any) -> Mapping[str, Option]:
+    return cli(*flags, group=SHAPE, **option)
+
+
 @dataclass(frozen=True, slots=True)
 class LoadSpec:
-    """One `wsmode load` run in one mode; `share` gives one process its part of it."""
+    """One `wsmode load` run in one mode; `share` gives one process its part of it. The fields
+    that are options of `wsmode load` declare them (harness.options): one mode's request shape
+    and load pattern, the same in every mode."""
 
     mode: Mode
     endpoint: Endpoint
-    model: str = DEFAULT_MODEL
-    input_tokens: int = 256
-    input_tokens_stddev: float = 0.0
-    output_tokens: int = 128
-    concurrency: int = 8
-    rate_per_s: float | None = None
+    model: str = field(
+        default=DEFAULT_MODEL, metadata=_shape("--model", help="model every request names")
+    )
+    input_tokens: int = field(
+        default=256, metadata=_shape("--input-tokens", type=int, help="input tokens (mean)")
+    )
+    input_tokens_stddev: float = field(
+        default=0.0, metadata=_shape("--input-tokens-stddev", type=float, help="normal stddev")
+    )
+    output_tokens: int = field(
+        default=128,
+        metadata=_shape("--output-tokens", type=int, help="sent as max_output_tokens"),
+    )
+    concurrency: int = field(
+        default=8,
+        metadata=cli(
+            "--concurrency", type=int, group=LOAD_PATTERN, help="in flight (with --rate: at most)"
+        ),
+    )
+    rate_per_s: float | None = field(
+        default=None,
+        metadata=cli(
+            "--rate", type=float, group=LOAD_PATTERN, help="requests per second, Poisson arrivals"
+        ),
+    )
     duration_s: float | None = None
     requests: int | None = None
-    turns: int = 1
+    turns: int = field(
+        default=1,
+        metadata=_shape(
+            "--turns",
+            type=int,
+            help="ws / http-chained: requests per connection/chain, chained with "
+            "previous_response_id (http: every request stands alone)",
+        ),
+    )
     seed: int = 0  # this mode's prompts and arrivals: mode_seed(run seed, mode)
-    prefix_share: float = 0.0  # fraction of each prompt from the prefix shared by every request
+    # fraction of each prompt from the prefix shared by every request
+    prefix_share: float = field(
+        default=0.0,
+        metadata=_shape(
+            "--prefix-share",
+            type=float,
+            metavar="RATIO",
+            help="a shared-prefix workload: this fraction (0-1) of every prompt is one prefix "
+            "common to every request, mode and run (0: every prompt fresh, per run and mode)",
+        ),
+    )
     prefix_seed: int = 0
-    timeout_s: float = DEFAULT_TURN_TIMEOUT_S  # one request; each event: DEFAULT_EVENT_TIMEOUT_S
-    keep_samples: int = 20_000
+    timeout_s: float = field(  # one request
+        default=DEFAULT_TURN_TIMEOUT_S,
+        metadata=cli(
+            "--timeout-s",
+            type=float,
+            group=LOAD_PATTERN,
+            help=f"per request; each event {DEFAULT_EVENT_TIMEOUT_S:g} s. A request that times "
+            "out asks a liveness probe whether the target still answers; a dead target ends the "
+            "run",
+        ),
+    )
+    keep_samples: int = field(
+        default=20_000,
+        metadata=cli(
+            "--keep-samples",
+            type=int,
+            group=OUTPUT,
+            help="per-request samples kept per process",
+        ),
+    )
 
     def __post_init__(self) -> None:
         parse_mode(self.mode)
