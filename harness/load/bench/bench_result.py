@@ -41,7 +41,7 @@ class BenchRun:
     elapsed_s: float = 0.0
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what the run could not do as asked
-    # --engine-metrics: each variant's engine prefix-cache counters (engine_metrics.counter_delta)
+    # --engine-metrics: each variant's engine prefix-cache counters (engine_cache.counter_delta)
     engine_cache: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def real_failures(self) -> list[RolloutResult]:

@@ -1,6 +1,7 @@
 """What one exchange (a create and its stream) yields for the load harness: the turn's metrics
 from the client's stamps and the server's `wsmode` stamps, and why it failed, if it did.
-Shared by the replay driver (harness.load.replay) and the fixed load (harness.load.fixed_load).
+Shared by the rollout driver (harness.load.core.rollout_driver) and the fixed-shape load
+(harness.load.fixed.conversations).
 """
 
 from __future__ import annotations

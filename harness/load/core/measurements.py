@@ -1,6 +1,7 @@
 """What a replay measures: one sample per turn (:class:`TurnResult`) and one record per rollout
 (:class:`RolloutResult`), in the shapes of results/README.md (``bench.samples[]``,
-``bench.rollouts[]``); the replay driver (``harness.load.replay``) fills them.
+``bench.rollouts[]``); the rollout driver (``harness.load.core.rollout_driver``) and
+the fixed-shape load (``harness.load.fixed.conversations``) fill them.
 """
 
 from __future__ import annotations

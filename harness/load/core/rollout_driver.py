@@ -39,7 +39,7 @@ recorded work; ``output_cap_scale=None`` lifts the cap. A scripted replay (``sen
 reference server) sends no cap: the script is the recorded output, counted in the server's own
 tokens. A response that ends ``incomplete`` because it reached the cap is a turn done; each turn
 records the cap it asked for, and the bench reports the turns whose target produced more (the
-cap ignored) or less than asked (:func:`harness.load.replay_results.output_cap_summary`). A
+cap ignored) or less than asked (:func:`harness.load.bench.output_caps.output_cap_summary`). A
 function call the cap cut (``status: incomplete``, or its arguments unfinished JSON) is neither
 answered nor resent over ``http`` (the API refuses such arguments in an input); over ``ws`` and
 ``http-chained`` the server holds it in the chain and it is answered like any call.
@@ -54,7 +54,7 @@ latency values, and ends the rollout (its e2e is not a latency sample either).
 
 A multi-agent rollout (trace version 2, PROTOCOL.md §2.2) replays over ``ws`` only: each create
 carries the rollout's ``multi_agent``, and the turn's calls are answered in flight with
-``response.inject`` (``harness.load.injects``); the time the response waited for those tools
+``response.inject`` (``harness.load.core.injects``); the time the response waited for those tools
 counts as tool time, like the time before a turn.
 """
 
@@ -94,7 +94,7 @@ async def replay_rollout(
 
     With `watch` (shared by the rollouts against one target), a turn that times out triggers a
     liveness probe; once the target is found dead this rollout stops before its next turn, or
-    before its first (harness/load/liveness.py).
+    before its first (harness/load/core/target_watch.py).
 
     `intended_start_ns` (perf_counter_ns) is when an open-loop schedule meant to start it: the
     rollout's wall time and turn 0's TTFT and e2e are measured from there, so a late start counts

@@ -83,7 +83,7 @@ class ShardResult:
             self.failed[_reason(turn.error)] += 1
         if len(self.samples) < keep_samples:
             self.samples.append(turn.to_sample())
-        if self.tally is not None:  # the live progress line reads these (fixed_load_run)
+        if self.tally is not None:  # the live progress line reads these (processes)
             self.tally[0] = self.ok
             self.tally[1] = sum(self.failed.values())
 

@@ -4,7 +4,7 @@ Each process runs its share of the load (`LoadSpec.share`) on its own event loop
 are spawned first, wait until all of them are ready, then start together. Each sends back its
 `ShardResult` as JSON (HdrHistograms in their encoded wire form, the same one locust workers
 ship), and the parent merges them: every sample of every process is in the merged histograms
-(`tests/load/test_fixed_load.py` proves the counts add up exactly). Throughput is the merged
+(`tests/load/fixed/test_fixed_load.py` proves the counts add up exactly). Throughput is the merged
 ok count over the window from the first process's start to the last one's end, on the
 machine-wide monotonic clock (harness.load.fixed.load_result).
 """

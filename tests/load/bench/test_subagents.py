@@ -1,5 +1,5 @@
 """Sub-agents in the bench: started beside their parent at the recorded offset after the
-parent's turn they hang off, each reported as its own rollout (harness/load/schedule.py)."""
+parent's turn they hang off, each reported as its own rollout (harness/load/core/subagents.py)."""
 
 from __future__ import annotations
 

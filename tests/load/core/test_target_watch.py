@@ -16,7 +16,7 @@ from harness.load.core.replay_options import Endpoint, ReplayOptions
 from harness.load.core.rollout_driver import replay_rollout
 from harness.load.core.target_watch import TargetWatch
 
-from .replay_support import endpoint, reference_server, run, smoke_rollouts
+from ..replay_support import endpoint, reference_server, run, smoke_rollouts
 
 
 async def _silent(connection: ServerConnection) -> None:

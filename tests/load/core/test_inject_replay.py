@@ -14,7 +14,7 @@ from harness.traces.format import Rollout
 from harness.traces.multi_agent import to_multi_agent
 from reference_server.app import ReferenceServer
 
-from .replay_support import endpoint, reference_server, run, smoke_rollouts
+from ..replay_support import endpoint, reference_server, run, smoke_rollouts
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from harness.load.bench.bench_run import run_bench
 from harness.load.bench.engine_cache import counter_delta, parse_counters
 from harness.results.schema import load_result
 
-from .replay_support import SMOKE, reference_server
+from ..replay_support import SMOKE, reference_server
 
 VLLM_PAGE = """\
 # HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.

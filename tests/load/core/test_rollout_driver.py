@@ -18,7 +18,7 @@ from harness.protocol.items import history_item
 from harness.traces.format import OutputSpec, Turn, input_message
 from reference_server.config import Optimizations
 
-from .replay_support import endpoint, reference_server, run, smoke_rollouts
+from ..replay_support import endpoint, reference_server, run, smoke_rollouts
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,9 @@ from harness.traces.format import OutputSpec, Rollout, Turn, input_message
 from reference_server.app import ReferenceServer
 from tests.conformance.servers import NO_CAP_TOKENS, running
 
-from .replay_support import endpoint, reference_server, run, smoke_rollouts
+from ..replay_support import endpoint, reference_server, run, smoke_rollouts
 
-PROFILES = Path(__file__).resolve().parents[2] / "reference_server" / "profiles"
+PROFILES = Path(__file__).resolve().parents[3] / "reference_server" / "profiles"
 
 
 def _replay(url: str, rollout: Rollout, **options: object) -> list[dict[str, object]]:
