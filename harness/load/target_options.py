@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.load.embedded_server import DEFAULT_PROFILE
 from harness.options import cli
@@ -17,78 +18,70 @@ LOAD_PATTERN = "load pattern"
 OUTPUT = "output"
 
 
+def option_field(default: Any, *flags: str, group: str, **option: Any) -> Any:
+    """A config field that is an option of bench or load: its default, its flags and how they
+    are spelled (harness.options.cli), in a help group."""
+    return field(default=default, metadata=cli(*flags, group=group, **option))
+
+
 @dataclass
 class TargetOptions:
     """The server under test; none: the embedded reference server, started for the run. The
     config of each command that has a target extends this."""
 
-    target: str | None = field(
-        default=None,
-        metadata=cli(
-            "--target",
-            metavar="URL",
-            group=TARGET,
-            help="WebSocket URL of a server under test (ws://.../v1/responses)",
-        ),
+    target: str | None = option_field(
+        None,
+        "--target",
+        metavar="URL",
+        group=TARGET,
+        help="WebSocket URL of a server under test (ws://.../v1/responses)",
     )
-    http_target: str | None = field(
-        default=None,
-        metadata=cli(
-            "--http-target",
-            metavar="URL",
-            group=TARGET,
-            help="HTTP base URL for the http modes (http://.../v1)",
-        ),
+    http_target: str | None = option_field(
+        None,
+        "--http-target",
+        metavar="URL",
+        group=TARGET,
+        help="HTTP base URL for the http modes (http://.../v1)",
     )
-    api_key: str | None = field(
-        default=None,
-        metadata=cli(
-            "--api-key",
-            metavar="KEY",
-            group=TARGET,
-            shown=f"${API_KEY_ENV}, the first if several",
-            help="bearer key sent to the target",
-        ),
+    api_key: str | None = option_field(
+        None,
+        "--api-key",
+        metavar="KEY",
+        group=TARGET,
+        shown=f"${API_KEY_ENV}, the first if several",
+        help="bearer key sent to the target",
     )
-    target_profile: str | None = field(
-        default=None,
-        metadata=cli(
-            "--target-profile",
-            metavar="NAME|FILE",
-            group=TARGET,
-            help="a target profile, a bundled one's name (wsmode certify --profiles) or a TOML "
-            "file: its URLs, key, model and name",
-        ),
+    target_profile: str | None = option_field(
+        None,
+        "--target-profile",
+        metavar="NAME|FILE",
+        group=TARGET,
+        help="a target profile, a bundled one's name (wsmode certify --profiles) or a TOML "
+        "file: its URLs, key, model and name",
     )
-    name: str | None = field(
-        default=None,
-        metadata=cli(
-            "--target-name",
-            "--name",
-            metavar="NAME",
-            group=TARGET,
-            shown="the profile's, the server's word, else host:port of the URL",
-            help="the implementation's name in the results",
-        ),
+    name: str | None = option_field(
+        None,
+        "--target-name",
+        "--name",
+        metavar="NAME",
+        group=TARGET,
+        shown="the profile's, the server's word, else host:port of the URL",
+        help="the implementation's name in the results",
     )
-    target_version: str | None = field(
-        default=None,
-        metadata=cli(
-            "--target-version",
-            metavar="VERSION",
-            group=TARGET,
-            shown="what the server's headers offer",
-            help="the implementation's version",
-        ),
+    target_version: str | None = option_field(
+        None,
+        "--target-version",
+        metavar="VERSION",
+        group=TARGET,
+        shown="what the server's headers offer",
+        help="the implementation's version",
     )
-    profile: str = field(
-        default=DEFAULT_PROFILE,
-        metadata=cli(
-            "--profile",
-            group=TARGET,
-            help="the embedded server's cost profile: a bundled name (see wsmode serve --help) "
-            "or a TOML file",
-        ),
+    profile: str = option_field(
+        DEFAULT_PROFILE,
+        "--profile",
+        group=TARGET,
+        help="the embedded server's cost profile: a bundled name (see wsmode serve --help) "
+        "or a TOML file",
     )
     profile_name: str | None = None  # the --target-profile's name, once it is applied
 

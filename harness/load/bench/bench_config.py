@@ -3,8 +3,8 @@ rollout subset it selects and its description in words (for the header and the r
 
 Choices that shape the numbers (all printed with the table and stored in the results `config`):
 
-- Tool time is not shrunk silently: `time_scale` (default 0) sets how much of it is waited, and
-  every end-to-end figure counts it at its recorded value.
+- Tool time is not shrunk silently: `time_scale` sets how much of it is waited, and every
+  end-to-end figure counts it at its recorded value.
 - Bounds: `max_rollouts` per variant, and `duration_s` as a hard limit: rollouts still running
   then are cut, and count as failed (never as latencies).
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,8 @@ from harness.bundled import BundledDataMissing, corpus_dir, real_corpus_dir
 from harness.load.core.modes import MODES, Mode, parse_modes
 from harness.load.core.subagents import families, family_members
 from harness.load.core.target_watch import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
-from harness.load.target_options import LOAD_PATTERN, OUTPUT, TargetOptions
-from harness.options import Alternative, Option, cli
+from harness.load.target_options import LOAD_PATTERN, OUTPUT, TargetOptions, option_field
+from harness.options import Alternative
 from harness.results.paths import portable_path
 from harness.traces.format import Rollout
 
@@ -69,233 +69,208 @@ def parse_levels(text: str) -> tuple[int, ...]:
         raise ValueError(f"--sweep: expected comma-separated integers, got {text!r}") from None
 
 
-def _workload(*flags: str, **option: Any) -> Mapping[str, Option]:
-    return cli(*flags, group=WORKLOAD, **option)
-
-
-def _pattern(*flags: str, **option: Any) -> Mapping[str, Option]:
-    return cli(*flags, group=LOAD_PATTERN, **option)
-
-
 @dataclass
 class BenchConfig(TargetOptions):
     """`wsmode bench`: each field that is an option declares it (harness.options), its default
     stated here only."""
 
-    traces: str = field(
-        default=DEFAULT_TRACES,
-        metadata=_workload(
-            "--traces", shown="the bundled generated corpus", help="trace file or directory"
-        ),
+    traces: str = option_field(
+        DEFAULT_TRACES,
+        "--traces",
+        group=WORKLOAD,
+        shown="the bundled generated corpus",
+        help="trace file or directory",
     )
-    corpus: str | None = field(
-        default=None,
-        metadata=_workload(
-            "--corpus",
-            choices=CORPORA,
-            help="a bundled corpus instead of --traces: generated or real (converted from public "
-            "recordings of real agent sessions, traces/real)",
-        ),
+    corpus: str | None = option_field(
+        None,
+        "--corpus",
+        group=WORKLOAD,
+        choices=CORPORA,
+        help="a bundled corpus instead of --traces: generated or real (converted from public "
+        "recordings of real agent sessions, traces/real)",
     )
     # The default subset: the N shortest rollouts (fewest turns) of each agent kind of the
     # bundled corpus, at time_scale 0 and concurrency 4: 9 rollouts, 25-43 turns and 27-55 tool
     # calls each. Measured on the 2-core reference machine: about 1.5 min for the three modes,
     # ~2 min with ws-nocache.
-    per_kind: int | None = field(  # None: every rollout
-        default=3,
-        metadata=_workload(
-            "--per-kind",
-            type=int,
-            to_field=lambda n: n or None,
-            help="the N shortest rollouts of each agent kind (0: all)",
-        ),
+    per_kind: int | None = option_field(
+        3,
+        "--per-kind",
+        group=WORKLOAD,
+        type=int,
+        to_field=lambda n: n or None,
+        help="the N shortest rollouts of each agent kind (0: all)",
     )
-    rollout_ids: tuple[str, ...] = field(
-        default=(),
-        metadata=_workload(
-            "--rollout", action="append", metavar="ID", help="replay this id (repeatable)"
-        ),
+    rollout_ids: tuple[str, ...] = option_field(
+        (),
+        "--rollout",
+        group=WORKLOAD,
+        action="append",
+        metavar="ID",
+        help="replay this id (repeatable)",
     )
-    max_turns: int | None = field(
-        default=None,
-        metadata=_workload("--max-turns", type=int, help="replay only the first N turns of each"),
+    max_turns: int | None = option_field(
+        None, "--max-turns", group=WORKLOAD, type=int, help="replay only the first N turns of each"
     )
-    time_scale: float = field(
-        default=0.0,
-        metadata=_workload(
-            "--time-scale",
-            type=float,
-            help="fraction of the recorded tool time to wait (e2e always counts it in full)",
-        ),
+    time_scale: float = option_field(
+        0.0,
+        "--time-scale",
+        group=WORKLOAD,
+        type=float,
+        help="fraction of the recorded tool time to wait (e2e always counts it in full)",
     )
-    modes: tuple[Mode, ...] = field(
-        default=MODES,
-        metadata=_workload(
-            "--modes",
-            to_field=parse_modes,
-            help="comma-separated subset of ws,http,http-chained",
-        ),
+    modes: tuple[Mode, ...] = option_field(
+        MODES,
+        "--modes",
+        group=WORKLOAD,
+        to_field=parse_modes,
+        help="comma-separated subset of ws,http,http-chained",
     )
-    ablation: bool = field(
-        default=False,
-        metadata=_workload(
-            "--ablation",
-            action="store_true",
-            help="also replay ws with each server optimization switched off in turn",
-        ),
+    ablation: bool = option_field(
+        False,
+        "--ablation",
+        group=WORKLOAD,
+        action="store_true",
+        help="also replay ws with each server optimization switched off in turn",
     )
-    nocache: bool = field(  # add ws-nocache (embedded server, ws among the modes)
-        default=True,
-        metadata=_workload(
-            "--no-cache-split",
-            action="store_false",
-            help=f"skip {NOCACHE_VARIANT} (ws with the connection cache off), which splits "
-            "transport from server-side cache savings (~25 s of the default run)",
-        ),
+    nocache: bool = option_field(
+        True,
+        "--no-cache-split",
+        group=WORKLOAD,
+        action="store_false",
+        help=f"skip {NOCACHE_VARIANT} (ws with the connection cache off), which splits "
+        "transport from server-side cache savings (~25 s of the default run)",
     )
-    repeats: int = field(
-        default=1,
-        metadata=_workload("--repeats", type=int, help="replay each (rollout, mode) pair N times"),
+    repeats: int = option_field(
+        1, "--repeats", group=WORKLOAD, type=int, help="replay each (rollout, mode) pair N times"
     )
-    send_script: bool | None = field(  # None: on for the embedded server, off for --target
-        default=None,
-        metadata=_workload(
-            "--script",
-            action="store_const",
-            const=True,
-            help="send the recorded output as wsmode.script (without either flag: to the "
-            "embedded server only)",
-            alternatives=[
-                Alternative(
-                    "--no-script",
-                    False,
-                    "let the target generate its own output (without either flag: a --target)",
-                )
-            ],
-        ),
+    send_script: bool | None = option_field(
+        None,
+        "--script",
+        group=WORKLOAD,
+        action="store_const",
+        const=True,
+        help="send the recorded output as wsmode.script (without either flag: to the "
+        "embedded server only)",
+        alternatives=[
+            Alternative(
+                "--no-script",
+                False,
+                "let the target generate its own output (without either flag: a --target)",
+            )
+        ],
     )
-    model: str | None = field(  # the model every request names; None: each rollout's
-        default=None,
-        metadata=_workload(
-            "--model",
-            shown="each rollout's, e.g. gpt-5-codex",
-            help="the model every request names; a real target needs one it serves",
-        ),
+    model: str | None = option_field(
+        None,
+        "--model",
+        group=WORKLOAD,
+        shown="each rollout's, e.g. gpt-5-codex",
+        help="the model every request names; a real target needs one it serves",
     )
-    prewarm: bool = field(
-        default=False,
-        metadata=_workload(
-            "--prewarm", action="store_true", help="ws: generate:false before turn 0"
-        ),
+    prewarm: bool = option_field(
+        False,
+        "--prewarm",
+        group=WORKLOAD,
+        action="store_true",
+        help="ws: generate:false before turn 0",
     )
     # the Prometheus page of the engine behind the target: its prefix-cache counters are read
     # around each variant, which then replay one after another (harness.load.bench.engine_cache)
-    engine_metrics_url: str | None = field(
-        default=None,
-        metadata=_workload(
-            "--engine-metrics",
-            metavar="URL",
-            help="the Prometheus /metrics of the engine behind the target (vLLM's): its "
-            "prefix-cache hit rate is read around each variant, which then replay one after "
-            "another",
-        ),
+    engine_metrics_url: str | None = option_field(
+        None,
+        "--engine-metrics",
+        group=WORKLOAD,
+        metavar="URL",
+        help="the Prometheus /metrics of the engine behind the target (vLLM's): its "
+        "prefix-cache hit rate is read around each variant, which then replay one after "
+        "another",
     )
     # each turn asks max_output_tokens = its recorded output tokens x this; None: no cap
-    output_cap_scale: float | None = field(
-        default=1.0,
-        metadata=_workload(
-            "--output-cap-scale",
-            type=float,
-            metavar="X",
-            help="each turn asks max_output_tokens = its recorded output tokens x this (at least "
-            "16; not with --script, whose output is the recorded one); turns that produced more "
-            "or less are reported",
-            alternatives=[
-                Alternative(
-                    "--no-output-cap",
-                    None,
-                    "send no max_output_tokens (a real model then generates until it stops)",
-                )
-            ],
-        ),
+    output_cap_scale: float | None = option_field(
+        1.0,
+        "--output-cap-scale",
+        group=WORKLOAD,
+        type=float,
+        metavar="X",
+        help="each turn asks max_output_tokens = its recorded output tokens x this (at least "
+        "16; not with --script, whose output is the recorded one); turns that produced more "
+        "or less are reported",
+        alternatives=[
+            Alternative(
+                "--no-output-cap",
+                None,
+                "send no max_output_tokens (a real model then generates until it stops)",
+            )
+        ],
     )
-    concurrency: int = field(
-        default=4,
-        metadata=_pattern(
-            "--concurrency", type=int, help="rollouts in flight (closed loop; open loop: at most)"
-        ),
+    concurrency: int = option_field(
+        4,
+        "--concurrency",
+        group=LOAD_PATTERN,
+        type=int,
+        help="rollouts in flight (closed loop; open loop: at most)",
     )
-    schedule: str = field(
-        default="closed",
-        metadata=_pattern(
-            "--schedule",
-            choices=("closed", "open", "sweep"),
-            help="closed: --concurrency rollouts in flight; open: Poisson arrivals at --rate; "
-            "sweep: the closed loop once per --sweep level",
-        ),
+    schedule: str = option_field(
+        "closed",
+        "--schedule",
+        group=LOAD_PATTERN,
+        choices=("closed", "open", "sweep"),
+        help="closed: --concurrency rollouts in flight; open: Poisson arrivals at --rate; "
+        "sweep: the closed loop once per --sweep level",
     )
-    rate_per_s: float = field(
-        default=1.0, metadata=_pattern("--rate", type=float, help="open loop: rollouts per second")
+    rate_per_s: float = option_field(
+        1.0, "--rate", group=LOAD_PATTERN, type=float, help="open loop: rollouts per second"
     )
-    sweep_levels: tuple[int, ...] = field(
-        default=(1, 2, 4, 8),
-        metadata=_pattern(
-            "--sweep",
-            metavar="N,N,...",
-            to_field=parse_levels,
-            help="sweep: the concurrency levels, comma-separated integers",
-        ),
+    sweep_levels: tuple[int, ...] = option_field(
+        (1, 2, 4, 8),
+        "--sweep",
+        group=LOAD_PATTERN,
+        metavar="N,N,...",
+        to_field=parse_levels,
+        help="sweep: the concurrency levels, comma-separated integers",
     )
-    duration_s: float | None = field(  # hard: rollouts still running then are cut
-        default=None,
-        metadata=_pattern(
-            "--duration-s",
-            type=float,
-            help="hard time limit (per sweep level): rollouts still running then are cut and "
-            "count as failed (not in the latencies, not in the exit status)",
-        ),
+    duration_s: float | None = option_field(
+        None,
+        "--duration-s",
+        group=LOAD_PATTERN,
+        type=float,
+        help="hard time limit (per sweep level): rollouts still running then are cut and "
+        "count as failed (not in the latencies, not in the exit status)",
     )
-    max_rollouts: int | None = field(  # per variant (per sweep level)
-        default=None,
-        metadata=_pattern(
-            "--max-rollouts",
-            type=int,
-            help="replay at most the first N selected rollouts per variant (per sweep level)",
-        ),
+    max_rollouts: int | None = option_field(
+        None,
+        "--max-rollouts",
+        group=LOAD_PATTERN,
+        type=int,
+        help="replay at most the first N selected rollouts per variant (per sweep level)",
     )
-    turn_timeout_s: float = field(
-        default=DEFAULT_TURN_TIMEOUT_S,
-        metadata=_pattern(
-            "--turn-timeout-s",
-            type=float,
-            help="a turn that takes longer fails (then a liveness probe decides whether the "
-            "target is dead, which ends the run's remaining rollouts)",
-        ),
+    turn_timeout_s: float = option_field(
+        DEFAULT_TURN_TIMEOUT_S,
+        "--turn-timeout-s",
+        group=LOAD_PATTERN,
+        type=float,
+        help="a turn that takes longer fails (then a liveness probe decides whether the "
+        "target is dead, which ends the run's remaining rollouts)",
     )
-    event_timeout_s: float = field(  # silence that ends a turn (a slow prefill)
-        default=DEFAULT_EVENT_TIMEOUT_S,
-        metadata=_pattern(
-            "--event-timeout-s",
-            type=float,
-            help="silence that ends a turn (a real model's prefill of a long context on a CPU "
-            "can take longer)",
-        ),
+    event_timeout_s: float = option_field(
+        DEFAULT_EVENT_TIMEOUT_S,
+        "--event-timeout-s",
+        group=LOAD_PATTERN,
+        type=float,
+        help="silence that ends a turn (a real model's prefill of a long context on a CPU "
+        "can take longer)",
     )
-    seed: int = field(
-        default=0, metadata=_pattern("--seed", type=int, help="arrivals, bootstrap and tenant keys")
+    seed: int = option_field(
+        0, "--seed", group=LOAD_PATTERN, type=int, help="arrivals, bootstrap and tenant keys"
     )
-    out: str = field(default="results", metadata=cli("--out", group=OUTPUT, help="results root"))
-    label: str = field(
-        default="bench", metadata=cli("--label", group=OUTPUT, help="results file label")
-    )
-    html: bool = field(
-        default=True,
-        metadata=cli(
-            "--no-html",
-            action="store_false",
-            group=OUTPUT,
-            help="write no HTML report beside the results JSON",
-        ),
+    out: str = option_field("results", "--out", group=OUTPUT, help="results root")
+    label: str = option_field("bench", "--label", group=OUTPUT, help="results file label")
+    html: bool = option_field(
+        True,
+        "--no-html",
+        action="store_false",
+        group=OUTPUT,
+        help="write no HTML report beside the results JSON",
     )
     quiet: bool = False
     # a fresh token per run: with a target of the user's, each variant's prompts start with a
@@ -415,7 +390,7 @@ def select_rollouts(rollouts: Sequence[Rollout], config: BenchConfig) -> list[Ro
 
 def replayed_rollouts(rollouts: Sequence[Rollout], config: BenchConfig) -> list[Rollout]:
     """The selected rollouts `max_rollouts` lets through: the first ones, a parent with its
-    sub-agents counting as one (they replay beside it, schedule.families)."""
+    sub-agents counting as one (they replay beside it, subagents.families)."""
     roots, spawns = families(rollouts)
     kept = roots[: config.max_rollouts] if config.max_rollouts else roots
     return [member for root in kept for member in family_members(root, spawns)]

@@ -31,7 +31,7 @@ from harness.traces.format import Rollout
 class Replay:
     """One job of a schedule: a rollout in a variant. `turns` collects its turns as they end, so
     a replay cut at the duration limit keeps the turns it finished. `spawns` are the rollout's
-    sub-agents (same variant), started while it runs (schedule.run_with_spawns)."""
+    sub-agents (same variant), started while it runs (subagents.run_with_spawns)."""
 
     rollout: Rollout
     variant: Variant

@@ -294,7 +294,7 @@ class _Conversations:
             self.idle.append(conversation)
 
     async def close(self) -> None:
-        for conversation in self.open:
+        for conversation in list(self.open):
             await conversation.close()
         self.open.clear()
         self.idle.clear()

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from harness.load.core.modes import Mode, parse_modes
 from harness.load.fixed.load_spec import SHAPE
 from harness.load.fixed.processes import default_processes
-from harness.load.target_options import LOAD_PATTERN, OUTPUT, TargetOptions
+from harness.load.target_options import LOAD_PATTERN, OUTPUT, TargetOptions, option_field
 from harness.options import cli
 
 #: how long a run without --requests or --duration-s sends
@@ -18,30 +18,23 @@ DURATION_WITHOUT_REQUESTS_S = 10.0
 
 @dataclass
 class LoadConfig(TargetOptions):
-    modes: tuple[Mode, ...] = field(
-        default=("ws",),
-        metadata=cli(
-            "--modes",
-            to_field=parse_modes,
-            group=SHAPE,
-            help="comma-separated ws,http,http-chained",
-        ),
+    modes: tuple[Mode, ...] = option_field(
+        ("ws",),
+        "--modes",
+        to_field=parse_modes,
+        group=SHAPE,
+        help="comma-separated ws,http,http-chained",
     )
-    requests: int | None = field(
-        default=None,
-        metadata=cli(
-            "--requests", type=int, group=LOAD_PATTERN, help="stop after N requests (per mode)"
-        ),
+    requests: int | None = option_field(
+        None, "--requests", type=int, group=LOAD_PATTERN, help="stop after N requests (per mode)"
     )
-    duration_s: float | None = field(
-        default=None,
-        metadata=cli(
-            "--duration-s",
-            type=float,
-            group=LOAD_PATTERN,
-            shown=f"{DURATION_WITHOUT_REQUESTS_S:g} s without --requests",
-            help="stop sending after N s",
-        ),
+    duration_s: float | None = option_field(
+        None,
+        "--duration-s",
+        type=float,
+        group=LOAD_PATTERN,
+        shown=f"{DURATION_WITHOUT_REQUESTS_S:g} s without --requests",
+        help="stop sending after N s",
     )
     processes: int = field(
         default_factory=default_processes,
@@ -53,20 +46,16 @@ class LoadConfig(TargetOptions):
             help="client processes, each its own event loop",
         ),
     )
-    seed: int | None = field(  # None: a fresh one per run
-        default=None,
-        metadata=cli(
-            "--seed",
-            type=int,
-            group=LOAD_PATTERN,
-            shown="a fresh one per run, recorded in the results",
-            help="the run's seed (prompts and arrivals; each mode derives its own from it)",
-        ),
+    seed: int | None = option_field(
+        None,
+        "--seed",
+        type=int,
+        group=LOAD_PATTERN,
+        shown="a fresh one per run, recorded in the results",
+        help="the run's seed (prompts and arrivals; each mode derives its own from it)",
     )
-    out: str = field(default="results", metadata=cli("--out", group=OUTPUT, help="results root"))
-    label: str = field(
-        default="load", metadata=cli("--label", group=OUTPUT, help="results file label")
-    )
+    out: str = option_field("results", "--out", group=OUTPUT, help="results root")
+    label: str = option_field("load", "--label", group=OUTPUT, help="results file label")
 
     @property
     def bounds(self) -> tuple[int | None, float | None]:

@@ -18,15 +18,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.load.core.modes import Mode, parse_mode
 from harness.load.core.replay_options import Endpoint
 from harness.load.core.target_watch import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
-from harness.load.target_options import LOAD_PATTERN, OUTPUT
-from harness.options import Option, cli
+from harness.load.target_options import LOAD_PATTERN, OUTPUT, option_field
 
 DEFAULT_MODEL = "gpt-5-codex"
 # common English words of at most 7 letters: one token each after a space (o200k and the
@@ -45,10 +43,6 @@ _WORDS = tuple(_WORD_TEXT.split())
 SHAPE = "request shape"
 
 
-def _shape(*flags: str, **option: Any) -> Mapping[str, Option]:
-    return cli(*flags, group=SHAPE, **option)
-
-
 @dataclass(frozen=True, slots=True)
 class LoadSpec:
     """One `wsmode load` run in one mode; `share` gives one process its part of it. The fields
@@ -57,74 +51,61 @@ class LoadSpec:
 
     mode: Mode
     endpoint: Endpoint
-    model: str = field(
-        default=DEFAULT_MODEL, metadata=_shape("--model", help="model every request names")
+    model: str = option_field(
+        DEFAULT_MODEL, "--model", group=SHAPE, help="model every request names"
     )
-    input_tokens: int = field(
-        default=256, metadata=_shape("--input-tokens", type=int, help="input tokens (mean)")
+    input_tokens: int = option_field(
+        256, "--input-tokens", group=SHAPE, type=int, help="input tokens (mean)"
     )
-    input_tokens_stddev: float = field(
-        default=0.0, metadata=_shape("--input-tokens-stddev", type=float, help="normal stddev")
+    input_tokens_stddev: float = option_field(
+        0.0, "--input-tokens-stddev", group=SHAPE, type=float, help="normal stddev"
     )
-    output_tokens: int = field(
-        default=128,
-        metadata=_shape("--output-tokens", type=int, help="sent as max_output_tokens"),
+    output_tokens: int = option_field(
+        128, "--output-tokens", group=SHAPE, type=int, help="sent as max_output_tokens"
     )
-    concurrency: int = field(
-        default=8,
-        metadata=cli(
-            "--concurrency", type=int, group=LOAD_PATTERN, help="in flight (with --rate: at most)"
-        ),
+    concurrency: int = option_field(
+        8, "--concurrency", type=int, group=LOAD_PATTERN, help="in flight (with --rate: at most)"
     )
-    rate_per_s: float | None = field(
-        default=None,
-        metadata=cli(
-            "--rate", type=float, group=LOAD_PATTERN, help="requests per second, Poisson arrivals"
-        ),
+    rate_per_s: float | None = option_field(
+        None, "--rate", type=float, group=LOAD_PATTERN, help="requests per second, Poisson arrivals"
     )
     duration_s: float | None = None
     requests: int | None = None
-    turns: int = field(
-        default=1,
-        metadata=_shape(
-            "--turns",
-            type=int,
-            help="ws / http-chained: requests per connection/chain, chained with "
-            "previous_response_id (http: every request stands alone)",
-        ),
+    turns: int = option_field(
+        1,
+        "--turns",
+        group=SHAPE,
+        type=int,
+        help="ws / http-chained: requests per connection/chain, chained with "
+        "previous_response_id (http: every request stands alone)",
     )
     seed: int = 0  # this mode's prompts and arrivals: mode_seed(run seed, mode)
     # fraction of each prompt from the prefix shared by every request
-    prefix_share: float = field(
-        default=0.0,
-        metadata=_shape(
-            "--prefix-share",
-            type=float,
-            metavar="RATIO",
-            help="a shared-prefix workload: this fraction (0-1) of every prompt is one prefix "
-            "common to every request, mode and run (0: every prompt fresh, per run and mode)",
-        ),
+    prefix_share: float = option_field(
+        0.0,
+        "--prefix-share",
+        group=SHAPE,
+        type=float,
+        metavar="RATIO",
+        help="a shared-prefix workload: this fraction (0-1) of every prompt is one prefix "
+        "common to every request, mode and run (0: every prompt fresh, per run and mode)",
     )
     prefix_seed: int = 0
-    timeout_s: float = field(  # one request
-        default=DEFAULT_TURN_TIMEOUT_S,
-        metadata=cli(
-            "--timeout-s",
-            type=float,
-            group=LOAD_PATTERN,
-            help=f"per request; each event {DEFAULT_EVENT_TIMEOUT_S:g} s. A request that times "
-            "out asks a liveness probe whether the target still answers; a dead target ends the "
-            "run",
-        ),
+    timeout_s: float = option_field(
+        DEFAULT_TURN_TIMEOUT_S,
+        "--timeout-s",
+        type=float,
+        group=LOAD_PATTERN,
+        help=f"per request; each event {DEFAULT_EVENT_TIMEOUT_S:g} s. A request that times "
+        "out asks a liveness probe whether the target still answers; a dead target ends the "
+        "run",
     )
-    keep_samples: int = field(
-        default=20_000,
-        metadata=cli(
-            "--keep-samples",
-            type=int,
-            group=OUTPUT,
-            help="per-request samples kept per process",
-        ),
+    keep_samples: int = option_field(
+        20_000,
+        "--keep-samples",
+        type=int,
+        group=OUTPUT,
+        help="per-request samples kept per process",
     )
 
     def __post_init__(self) -> None:
