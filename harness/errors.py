@@ -45,9 +45,9 @@ or the reference server's own condition. Each class is defined where it is raise
     │   ├── Unimplemented                harness.conformance.runner.context: lacks a capability
     │   ├── TargetStopped                harness.conformance.runner.context: target went silent
     │   ├── TargetUnreachable            harness.conformance.runner.prepare: failed pre-run check
-    │   ├── EmbeddedServerError          harness.load.bench.embedded_server: `serve` did not start
-    │   ├── LoadProcessError             harness.load.fixed_load_run: a client process died
-    │   ├── EngineMetricsError           harness.load.engine_metrics: the metrics page unreadable
+    │   ├── EmbeddedServerError          harness.load.embedded_server: `serve` did not start
+    │   ├── LoadProcessError             harness.load.fixed.processes: a client process died
+    │   ├── EngineMetricsError           harness.load.bench.engine_cache: metrics page unreadable
     │   └── WorkersError                 reference_server.front.workers: a worker did not start
     └── ServerError                      the reference server's own condition, told as an API error
         ├── StoreClosed, RecordTooLarge  reference_server.store.response_store

@@ -114,6 +114,12 @@ def cli(
     return {_KEY: option}
 
 
+def option(default: Any, *flags: str, **spelling: Any) -> Any:
+    """A dataclass field with this default that is the option `flags` (spelled as `cli` takes
+    it): `x: int = option(1, "--x", help="...")` for `field(default=1, metadata=cli(...))`."""
+    return dataclasses.field(default=default, metadata=cli(*flags, **spelling))
+
+
 def nested(group: str = "") -> Mapping[str, str]:
     """The `metadata` of a field whose dataclass brings its own options (in `group`, for those
     that name none)."""

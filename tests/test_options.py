@@ -30,7 +30,7 @@ from harness.usage import CommandParser
 
 _STATES_A_DEFAULT = re.compile(r"\(default|default\s*[:=%0-9]|by default|defaults to", re.I)
 # The commands whose every option is a declaration (a field of the config it fills).
-DECLARED_COMMANDS = ("serve", "certify", "certify-client")
+DECLARED_COMMANDS = ("serve", "bench", "load", "certify", "certify-client")
 
 
 @dataclass(frozen=True)

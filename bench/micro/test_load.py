@@ -9,8 +9,8 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.frames import OP_TEXT, Frame
 
 from bench.micro.inputs import TEXT_STREAM, frames, read_stream, run_now
-from harness.load.exchange_outcome import fill_metrics
-from harness.load.replay_results import TurnResult
+from harness.load.core.exchange_outcome import fill_metrics
+from harness.load.core.measurements import TurnResult
 from harness.protocol.stream import StreamAccumulator
 from harness.transport.exchange import Exchange, read_until_done
 from harness.transport.ws import WsClient

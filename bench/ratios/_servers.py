@@ -2,7 +2,7 @@
 GIL), each printing its port once it listens, so nobody probes it (a bare TCP probe makes
 `websockets` log an "opening handshake failed" traceback).
 
-The reference server in a subprocess is harness.load.bench.embedded_server.EmbeddedServer.
+The reference server in a subprocess is harness.load.embedded_server.EmbeddedServer.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ so the client is the bottleneck. Four clients read the same responses, side by s
 - `wsmode`:        `ws_exchange` over `WsClient`: per-frame timestamp, JSON, and the protocol
                    checker / reassembler (`StreamAccumulator`) that the load driver runs;
                    under CPython's default GC settings;
-- `wsmode+gc`:     the same under the load driver's GC policy (`harness/load/gc_policy.py`), as
+- `wsmode+gc`:     the same under the load driver's GC policy (`harness/load/core/gc_policy.py`), as
                    `wsmode bench` and the locust users run it: the client as shipped.
 
 Two shapes: one response of `--events` deltas (every event of the run held at once: the GC's
@@ -39,7 +39,7 @@ from pathlib import Path
 
 from websockets.asyncio.client import connect
 
-from harness.load.gc_policy import load_gc
+from harness.load.core.gc_policy import load_gc
 from harness.transport.exchange import ws_exchange
 from harness.transport.ws import WsClient
 

@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.embedded_server import EmbeddedServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the generators live in tests/
 from tests.reliability.cases import Tally, http_case, run_ws_cases

@@ -24,7 +24,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.embedded_server import EmbeddedServer
 from harness.transport.exchange import ws_exchange
 from harness.transport.ws import WsClient
 

@@ -26,9 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _servers import process_cpu_s, sse_mock
 
-from harness.load.fixed_load import LoadSpec
-from harness.load.fixed_load_run import run_processes, throughput
-from harness.load.replay import Endpoint
+from harness.load.core.replay_options import Endpoint
+from harness.load.fixed.load_result import throughput
+from harness.load.fixed.load_spec import LoadSpec
+from harness.load.fixed.processes import run_processes
 
 
 def one_run(url: str, mock_pid: int, processes: int, args: argparse.Namespace) -> dict[str, float]:

@@ -28,11 +28,12 @@ import argparse
 import asyncio
 import time
 
-from harness.load.bench.embedded_server import EmbeddedServer
-from harness.load.gc_policy import load_gc
-from harness.load.replay import Endpoint, ReplayOptions, replay_rollout
-from harness.load.replay_results import RolloutResult
-from harness.load.schedule import closed_loop
+from harness.load.core.gc_policy import load_gc
+from harness.load.core.measurements import RolloutResult
+from harness.load.core.replay_options import Endpoint, ReplayOptions
+from harness.load.core.rollout_driver import replay_rollout
+from harness.load.core.schedule import closed_loop
+from harness.load.embedded_server import EmbeddedServer
 from harness.results.stats import percentile
 from harness.traces.format import Rollout, load_traces
 from harness.transport import sockets

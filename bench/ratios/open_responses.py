@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.load.bench.embedded_server import EmbeddedServer  # noqa: E402
+from harness.load.embedded_server import EmbeddedServer  # noqa: E402
 
 PACKAGES = ("bun", "zod@3.25.76")
 DEFAULT_KEY = "sk-open-responses"

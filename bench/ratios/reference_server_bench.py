@@ -52,7 +52,7 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
-from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.embedded_server import EmbeddedServer
 from harness.protocol import wire
 from harness.protocol.extension import read_server_stamps
 from harness.transport.exchange import sse_exchange, ws_exchange

@@ -40,7 +40,7 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
-from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.embedded_server import EmbeddedServer
 from harness.protocol import wire
 
 sys.path.insert(0, str(Path(__file__).parent))

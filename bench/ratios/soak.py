@@ -1,6 +1,6 @@
 """Soak: chained store=true turns on many connections for a long time; does server RSS level off?
 
-The reference server runs in its own process (harness.load.bench.embedded_server). `--connections`
+The reference server runs in its own process (harness.load.embedded_server). `--connections`
 clients each run chains of `--chain-turns` turns (`previous_response_id`, store=true; every
 `--fresh-every`-th create reconnects, so some continuations hydrate from the store), then start a
 new chain. Every `--sample-s` (30 s) the server's RSS (/proc/<pid>/status VmRSS) is printed; at
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.embedded_server import EmbeddedServer
 
 MIB = 1024 * 1024
 

@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.embedded_server import EmbeddedServer
 from harness.results.stats import percentile
 from harness.transport import sockets
 from harness.transport.exchange import sse_exchange

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from websockets.asyncio.client import connect
 
-from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.embedded_server import EmbeddedServer
 
 
 def store_bytes(http_url: str) -> int:

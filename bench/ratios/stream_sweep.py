@@ -42,7 +42,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.embedded_server import EmbeddedServer
 from harness.protocol import wire
 from harness.protocol.tokenizer import split
 from harness.transport.ws import WsClient

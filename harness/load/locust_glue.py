@@ -25,12 +25,10 @@ import threading
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
-from harness.load.bench.result import metric_sets, mode_entry
-from harness.load.gc_policy import load_gc
-from harness.load.replay_results import RolloutResult
-from harness.results.compare import compare
+from harness.load.core.gc_policy import load_gc
+from harness.load.core.measurements import RolloutResult
+from harness.load.core.results_document import build_results, metric_sets, paired_comparisons
 from harness.results.histograms import MetricSet
-from harness.results.schema import finish_result, new_result
 
 T = TypeVar("T")
 PAYLOAD_KEY = "wsmode"
@@ -99,28 +97,24 @@ def build_locust_result(
     seed: int = 0,
     started_at: str | None = None,
 ) -> dict[str, Any]:
-    """A validated `bench` results object from the merged collector."""
-    result = new_result(
+    """A validated `bench` results object from the merged collector, by the engine's one builder
+    (harness.load.core.results_document); each mode compared with http."""
+    names = list(collector.sets)
+    rollouts, samples = list(collector.rollouts), list(collector.samples)
+    comparisons = paired_comparisons(rollouts, samples, names, seed=seed)
+    return build_results(
         "bench",
         label=label,
         target={"url": target_url, "name": target_name},
         profile=None,
-        config=dict(config),
+        config=config,
         started_at=started_at,
+        modes={n: (ms, collector.failures.get(n, 0)) for n, ms in collector.sets.items()},
+        samples=samples,
+        rollouts=rollouts,
+        time_scale=time_scale,
+        sections={"comparisons": [c.to_dict() for c in comparisons]},
     )
-    bench = result["bench"]
-    bench["time_scale"] = time_scale
-    for name, ms in collector.sets.items():
-        bench["modes"][name] = mode_entry(ms, collector.failures.get(name, 0))
-    bench["samples"] = list(collector.samples)
-    bench["rollouts"] = list(collector.rollouts)
-    if "http" in collector.sets:
-        bench["comparisons"] = [
-            compare(bench["rollouts"], bench["samples"], "http", name, seed=seed).to_dict()
-            for name in collector.sets
-            if name != "http"
-        ]
-    return finish_result(result)
 
 
 class AsyncioBridge:

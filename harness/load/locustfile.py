@@ -3,13 +3,14 @@
     locust -f harness/load/locustfile.py --headless -u 8 -r 4 -t 60s \\
         --host http://127.0.0.1:8000/v1 --wsmode-traces traces/corpus --wsmode-out results
 
-Each locust user replays whole rollouts, one after another, with the same replay driver as
-`wsmode bench` (`harness.load.replay`), run on an asyncio loop in a real thread of the locust
-process (see `harness.load.locust_glue` for why and how). Per turn locust request events are
-fired (`WS turn`, `WS ttft`, `WS ttfe`, ...) so locust's own table and charts work; the exact
-latencies go into per-mode HdrHistograms that workers ship to the master, which merges them
-losslessly and, on quit, writes one `bench` results file (`results/bench/<target>/...`) that
-`wsmode board` can rank. Documentation: `harness/load/LOCUST.md`.
+Each locust user replays whole rollouts, one after another, with the same rollout driver as
+`wsmode bench` (`harness.load.core.rollout_driver`), run on an asyncio loop in a real thread of
+the locust process (see `harness.load.locust_glue` for why and how). Per turn locust request
+events are fired (`WS turn`, `WS ttft`, `WS ttfe`, ...) so locust's own table and charts work;
+the exact latencies go into per-mode HdrHistograms that workers ship to the master, which merges
+them losslessly and, on quit, writes one `bench` results file (`results/bench/<target>/...`,
+built by the engine's one builder) that `wsmode board` can rank. Documentation:
+`harness/load/LOCUST.md`.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ import gevent
 from locust import User, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
+from harness.load.core.measurements import RolloutResult, TurnResult
+from harness.load.core.modes import Mode
+from harness.load.core.replay_options import Endpoint, ReplayOptions
+from harness.load.core.rollout_driver import replay_rollout
+from harness.load.core.session import HttpClientPool
 from harness.load.locust_glue import PAYLOAD_KEY, AsyncioBridge, Collector, build_locust_result
-from harness.load.modes import Mode
-from harness.load.replay import Endpoint, HttpClientPool, ReplayOptions, replay_rollout
-from harness.load.replay_results import RolloutResult, TurnResult
 from harness.results.paths import portable_path
 from harness.results.schema import utc_now_iso
 from harness.results.store import slug, write_result

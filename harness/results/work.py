@@ -5,7 +5,7 @@ same work. Two ways it silently does not:
 
 - **A warm cache.** A mode that runs after another against a server with a prefix cache finds
   the earlier mode's prompts cached. The load client therefore draws fresh prompts per run and
-  per mode (`harness.load.fixed_load`); what the target reports is recorded per turn anyway:
+  per mode (`harness.load.fixed.load_spec`); what the target reports is recorded per turn anyway:
   `input_tokens`, `cached_tokens` (`usage.input_tokens_details.cached_tokens`, None when the
   target does not report it) and `uncached_tokens` = input - cached, the prefill it really did.
   `token_summary` gives a mode's cached share and the per-session cache-hit ratio (a session is

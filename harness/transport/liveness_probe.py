@@ -1,7 +1,7 @@
 """Is the target still answering? One bounded probe on a fresh connection.
 
 A case that stalled (certify, harness.conformance.runner.plugin) or a turn that timed out (the load
-harness, harness.load.replay) may mean a slow target or one that stopped answering: a black hole
+harness, harness.load.core) may mean a slow target or one that stopped answering: a black hole
 that accepts the upgrade and never answers, or one that swallows error events. Either would make
 every remaining case or turn wait out its own timeout, saying nothing new. The probe decides: on
 a fresh connection a tiny `store: false` create must be answered (its terminal event, or an error

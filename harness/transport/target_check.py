@@ -8,7 +8,7 @@ URL), the errno or HTTP status (with the server's JSON error message when it sen
 to try. The commands print it as `<prog>: <line>` and exit 2 without writing a results file.
 
 The same classification serves a target that dies mid-run (`describe_failure` of the transport
-error a liveness probe met, harness.load.liveness): the run ends with the same kind of line
+error a liveness probe met, harness.load.core.target_watch): the run ends with the same kind of line
 instead of thousands of failures.
 
     cannot connect to ws://127.0.0.1:9/v1/responses: errno 111, connection refused; is a server

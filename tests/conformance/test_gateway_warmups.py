@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from harness.conformance.check.offline_check import check_file
-from harness.load.bench.config import BenchConfig
-from harness.load.bench.result import BenchRun, build_result
-from harness.load.bench.run import run_variants
+from harness.load.bench.bench_config import BenchConfig
+from harness.load.bench.bench_result import BenchRun, build_result
+from harness.load.bench.replays import run_variants
 from harness.load.bench.variants import Variant
-from harness.load.replay import Endpoint, ReplayOptions, replay_rollout
+from harness.load.core.replay_options import Endpoint, ReplayOptions
+from harness.load.core.rollout_driver import replay_rollout
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.traces.format import load_traces
 from harness.traces.record.proxy import Recorder

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.load.replay import Endpoint
+from harness.load.core.replay_options import Endpoint
 from harness.traces.format import Rollout, load_traces
 from reference_server.app import ReferenceServer, running_in_thread
 from reference_server.config import ServerConfig

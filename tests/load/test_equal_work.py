@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from harness.cli import main as cli_main
-from harness.load.bench.config import BenchConfig
-from harness.load.bench.run import run_bench
+from harness.load.bench.bench_config import BenchConfig
+from harness.load.bench.bench_run import run_bench
 from harness.report.board import build_rows, load_runs
 from harness.results.schema import load_result
 from reference_server.app import ReferenceServer

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.load.bench.embedded_server import EmbeddedServer
-from harness.load.bench.result import metric_sets
+from harness.load.core.replay_options import ReplayOptions
+from harness.load.core.results_document import metric_sets
+from harness.load.core.rollout_driver import replay_rollout
+from harness.load.embedded_server import EmbeddedServer
 from harness.load.locust_glue import Collector, build_locust_result
-from harness.load.replay import ReplayOptions, replay_rollout
 from harness.report.board import build_rows, collect_inputs, load_runs
 from harness.results.histograms import MetricSet
 from harness.results.schema import load_result, validate_result

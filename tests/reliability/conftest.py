@@ -1,6 +1,6 @@
 """The reliability suite: the reference server as a hostile client meets it (docs/RELIABILITY.md).
 
-Servers run as `wsmode serve` child processes (harness.load.bench.embedded_server) where a test
+Servers run as `wsmode serve` child processes (harness.load.embedded_server) where a test
 needs signals (SIGTERM, SIGKILL) or a restart, and in a thread otherwise. Bounded for CI: generated
 cases are a few hundred per transport; `bench/ratios/fuzz.py` runs the same generators at scale.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.embedded_server import EmbeddedServer
 
 TERMINAL_TYPES = frozenset(
     {"response.completed", "response.incomplete", "response.failed", "error"}

@@ -18,13 +18,12 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
-from harness.load.bench.config import BenchConfig
-from harness.load.bench.embedded_server import EmbeddedServer
-from harness.load.modes import Mode
-from harness.load.replay import Endpoint, ReplayOptions
+from harness.load.bench.bench_config import NOCACHE_VARIANT, BenchConfig
+from harness.load.core.modes import Mode
+from harness.load.core.replay_options import Endpoint, ReplayOptions
+from harness.load.embedded_server import EmbeddedServer
 
 OPTIMIZATION_FLAGS = ("render_cache", "incremental_checks", "routing_reuse", "async_post")
-NOCACHE_VARIANT = "ws-nocache"
 MAIN_SERVER = "main"  # every optimization on: serves the plain modes
 MODE_DESCRIPTIONS: Mapping[str, str] = {
     "ws": "WebSocket, previous_response_id + new items, store=false (connection cache)",

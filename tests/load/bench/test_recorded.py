@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from harness.cli import build_parser
-from harness.load.bench.config import DEFAULT_TRACES, BenchConfig, corpus_traces
-from harness.load.bench.console import format_analysis
-from harness.load.bench.recorded import format_recorded, recorded_vs_replayed
-from harness.load.bench.result import BenchRun, build_result
-from harness.load.bench.run import run_variants
+from harness.load.bench.bench_config import DEFAULT_TRACES, BenchConfig, corpus_traces
+from harness.load.bench.bench_console import format_analysis
+from harness.load.bench.bench_result import BenchRun, build_result
+from harness.load.bench.recorded_timings import format_recorded, recorded_vs_replayed
+from harness.load.bench.replays import run_variants
 from harness.load.bench.variants import Variant
 from harness.load.commands import config_from_args
-from harness.load.replay import ReplayOptions
+from harness.load.core.replay_options import ReplayOptions
 from harness.report.bench_html import render_report
 from harness.results.schema import validate_result
 from harness.traces.converters.kvcache import convert_kvcache

@@ -11,14 +11,16 @@ import pytest
 
 from harness.cli import main as cli_main
 from harness.load import commands
-from harness.load.bench import config as bench_config
-from harness.load.bench.config import BenchConfig, select_rollouts
-from harness.load.bench.console import format_analysis, format_failures, format_table
-from harness.load.bench.result import CUT_ERROR, BenchRun, baseline_for, build_result
-from harness.load.bench.run import run_bench, run_variants
-from harness.load.bench.variants import NOCACHE_VARIANT, Variant, build_variants
-from harness.load.commands import derive_urls
-from harness.load.replay import ReplayOptions
+from harness.load.bench import bench_config
+from harness.load.bench.bench_config import NOCACHE_VARIANT, BenchConfig, select_rollouts
+from harness.load.bench.bench_console import format_analysis, format_failures, format_table
+from harness.load.bench.bench_result import CUT_ERROR, BenchRun, build_result
+from harness.load.bench.bench_run import run_bench
+from harness.load.bench.replays import run_variants
+from harness.load.bench.variants import Variant, build_variants
+from harness.load.core.replay_options import ReplayOptions
+from harness.load.core.results_document import baseline_for
+from harness.load.target_options import derive_urls
 from harness.report.bench_html import render_report
 from harness.results.histograms import MetricSet
 from harness.results.schema import load_result, validate_result

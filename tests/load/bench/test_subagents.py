@@ -1,5 +1,5 @@
 """Sub-agents in the bench: started beside their parent at the recorded offset after the
-parent's turn they hang off, each reported as its own rollout (harness/load/schedule.py)."""
+parent's turn they hang off, each reported as its own rollout (harness/load/core/subagents.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import dataclasses
 import io
 from pathlib import Path
 
-from harness.load.bench.config import BenchConfig
-from harness.load.bench.result import BenchRun
-from harness.load.bench.run import run_variants
+from harness.load.bench.bench_config import BenchConfig
+from harness.load.bench.bench_result import BenchRun
+from harness.load.bench.replays import run_variants
 from harness.load.bench.variants import Variant
-from harness.load.replay import ReplayOptions
-from harness.load.schedule import families
+from harness.load.core.replay_options import ReplayOptions
+from harness.load.core.subagents import families
 from harness.traces.converters.kvcache import convert_kvcache
 from harness.traces.format import Rollout
 from tests.recorded import TRACE_SAMPLES, needs

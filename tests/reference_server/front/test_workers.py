@@ -15,7 +15,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
-from harness.load.bench.embedded_server import EmbeddedServer
+from harness.load.embedded_server import EmbeddedServer
 from harness.transport.exchange import ws_exchange
 from harness.transport.ws import WsClient
 from reference_server.front.workers import HAS_REUSE_PORT

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main as wsmode
-from harness.load.replay import ReplayOptions, replay_rollout
+from harness.load.core.replay_options import ReplayOptions
+from harness.load.core.rollout_driver import replay_rollout
 from harness.traces.commands import CONVERT_SOURCES, MOONCAKE_BLOCK_TOKENS
 from harness.traces.converters.mooncake import MOONCAKE_BLOCK_TOKENS as BLOCK
 from harness.traces.converters.sources import SOURCES, ConvertOptions, convert_inputs

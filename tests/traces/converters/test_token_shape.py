@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.load.replay import ReplayOptions, replay_rollout
+from harness.load.core.replay_options import ReplayOptions
+from harness.load.core.rollout_driver import replay_rollout
 from harness.protocol.tokenizer import count_tokens, tokenize
 from harness.traces.converters.kvcache import convert_kvcache
 from harness.traces.converters.token_shape import BLOCK_TOKENS, fresh_text, prompt_text

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from harness.load.modes import MODES
-from harness.load.replay import Endpoint, ReplayOptions, replay_rollout
+from harness.load.core.modes import MODES
+from harness.load.core.replay_options import Endpoint, ReplayOptions
+from harness.load.core.rollout_driver import replay_rollout
 from harness.traces.converters import custom_call_arguments
 from harness.traces.format import OutputSpec, Rollout, input_message, load_traces
 from harness.traces.record.proxy import Recorder, record

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import main as cli_main
-from harness.load.fixed_load import LoadSpec
-from harness.load.fixed_load_run import load_warnings
-from harness.load.replay import Endpoint
+from harness.load.core.replay_options import Endpoint
+from harness.load.fixed.load_result import load_warnings
+from harness.load.fixed.load_spec import LoadSpec
 from harness.results.schema import load_result
 from tests.load.standard_server import Behaviour, StandardServer
 

@@ -1,25 +1,22 @@
-"""A bench run's results document: HdrHistograms per variant, the raw samples, the paired
-comparisons against http, the speedup split and the ablation rows (harness.results schema).
-
-Only ok turns and ok rollouts enter the latency histograms; failed turns are counted per
-variant. The locust glue builds its results with the same `metric_sets` and `mode_entry`.
+"""A bench run's results document, built by the engine's one builder
+(harness.load.core.results_document): HdrHistograms per variant, the raw samples, the paired
+comparisons against http with their equal-work check, and what the bench adds: the speedup
+split, the ablation rows, the output caps and the recorded-vs-replayed timings.
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.load.bench.config import BenchConfig
-from harness.load.bench.recorded import recorded_vs_replayed
-from harness.load.bench.variants import NOCACHE_VARIANT, OPTIMIZATION_FLAGS, Variant, ablation_name
-from harness.load.replay_results import RolloutResult, TurnResult, output_cap_summary
+from harness.load.bench.bench_config import NOCACHE_VARIANT, BenchConfig
+from harness.load.bench.output_caps import output_cap_summary
+from harness.load.bench.recorded_timings import recorded_vs_replayed
+from harness.load.bench.variants import OPTIMIZATION_FLAGS, Variant, ablation_name
+from harness.load.core.measurements import RolloutResult
+from harness.load.core.results_document import build_results, metric_sets, paired_comparisons
 from harness.results import compare as cmp
-from harness.results.histograms import MetricSet
-from harness.results.schema import finish_result, new_result
 from harness.results.stats import round_or_none as _r
 from harness.results.work import token_summary, unequal_work
 from harness.results.workload import bench_workload
@@ -44,7 +41,7 @@ class BenchRun:
     elapsed_s: float = 0.0
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what the run could not do as asked
-    # --engine-metrics: each variant's engine prefix-cache counters (engine_metrics.counter_delta)
+    # --engine-metrics: each variant's engine prefix-cache counters (engine_cache.counter_delta)
     engine_cache: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def real_failures(self) -> list[RolloutResult]:
@@ -56,56 +53,6 @@ def is_cut(error: str | None) -> bool:
     return (error or "").startswith(CUT_ERROR)
 
 
-def metric_sets(results: Sequence[RolloutResult]) -> tuple[dict[str, MetricSet], Counter[str]]:
-    """HdrHistograms per variant (ok turns / ok rollouts only) and failed turns per variant."""
-    sets: dict[str, MetricSet] = {}
-    failures: Counter[str] = Counter()
-    for r in results:
-        ms = sets.setdefault(r.mode, MetricSet())
-        for t in r.turns:
-            if t.ok:
-                record_turn(ms, t)
-            else:
-                failures[r.mode] += 1
-        if r.ok:
-            ms.record_ms("rollout_e2e_ms", r.e2e_ms)
-            ms.record_ms("rollout_model_ms", r.model_ms)
-    return sets, failures
-
-
-def record_turn(ms: MetricSet, t: TurnResult) -> None:
-    """An ok turn's latencies into `ms` (the bench, the locust users and `wsmode load`)."""
-    if t.ttft_ms is not None:
-        ms.record_ms("ttft_ms", t.ttft_ms)
-    if t.ttfe_ms is not None:
-        ms.record_ms("ttfe_ms", t.ttfe_ms)
-    for gap in t.itl_gaps_ms:
-        ms.record_ms("itl_ms", gap)
-    if t.tpot_ms is not None:
-        ms.record_ms("tpot_ms", t.tpot_ms)
-    if t.turn_e2e_ms is not None:
-        ms.record_ms("turn_e2e_ms", t.turn_e2e_ms)
-    if t.api_overhead_ms is not None:
-        ms.record_ms("api_overhead_ms", max(t.api_overhead_ms, 0.0))
-    for ack in t.inject_ack_ms:  # multi-agent turns (PROTOCOL.md §2.2)
-        ms.record_ms("inject_ack_ms", ack)
-    for resume in t.inject_resume_ms:
-        ms.record_ms("inject_resume_ms", resume)
-
-
-def mode_entry(ms: MetricSet, failures: int) -> dict[str, Any]:
-    return {**ms.to_dict(), "summary": ms.summary(), "failures": failures}
-
-
-def baseline_for(name: str, names: Sequence[str]) -> str | None:
-    """The http variant `name` is compared with: `http`, or `http-cN` for a sweep's `x-cN`."""
-    match = re.fullmatch(r"(.+)-c(\d+)", name)
-    if match:
-        base = f"http-c{match.group(2)}"
-        return base if base in names and base != name else None
-    return "http" if "http" in names and name != "http" else None
-
-
 def analyse(
     rollouts: Sequence[Mapping[str, Any]],
     samples: Sequence[Mapping[str, Any]],
@@ -114,11 +61,7 @@ def analyse(
     seed: int,
 ) -> dict[str, Any]:
     """Comparisons against http, the speedup split and the ablation rows."""
-    comparisons = []
-    for name in names:
-        baseline = baseline_for(name, names)
-        if baseline is not None:
-            comparisons.append(cmp.compare(rollouts, samples, baseline, name, seed=seed))
+    comparisons = paired_comparisons(rollouts, samples, names, seed=seed)
     split = cmp.speedup_split(rollouts)
     flags = {ablation_name(f): f for f in OPTIMIZATION_FLAGS if ablation_name(f) in names}
     if NOCACHE_VARIANT in names:
@@ -143,40 +86,44 @@ def build_result(run: BenchRun) -> dict[str, Any]:
     replayed = {r.mode for r in run.results}
     names = [v.name for v in run.variants if v.name in replayed]
     names += sorted(replayed - set(names))
-    result = new_result(
-        "bench",
-        label=config.label,
-        target=run.target or {"url": run.target_url, "name": run.target_name},
-        profile=config.profile if config.embedded else None,
-        config=_config_section(run),
-        started_at=run.started_at or None,
-    )
-    result["workload"] = bench_workload(result["config"], result["profile"])
-    bench = result["bench"]
-    bench["time_scale"] = config.time_scale
+    config_section = _config_section(run)
+    profile = config.profile if config.embedded else None
     sets, failures = metric_sets(run.results)
-    for name in names:
-        bench["modes"][name] = mode_entry(sets[name], failures[name])
-    bench["samples"] = [t.to_sample() for r in run.results for t in r.turns]
-    bench["rollouts"] = [r.to_record() for r in run.results]
-    analysis = analyse(bench["rollouts"], bench["samples"], names, seed=config.seed)
-    bench["comparisons"] = [
-        {**c.to_dict(), "unequal_work": unequal_work(bench["samples"], c.baseline_mode, c.mode)}
-        for c in analysis["comparisons"]
-    ]
-    bench["tokens"] = {name: token_summary(bench["samples"], name) for name in names}
-    caps = {name: output_cap_summary(bench["samples"], name) for name in names}
-    bench["output_caps"] = {name: summary for name, summary in caps.items() if summary}
+    samples = [t.to_sample() for r in run.results for t in r.turns]
+    rollouts = [r.to_record() for r in run.results]
+    analysis = analyse(rollouts, samples, names, seed=config.seed)
+    caps = {name: output_cap_summary(samples, name) for name in names}
+    sections: dict[str, Any] = {
+        "comparisons": [
+            {**c.to_dict(), "unequal_work": unequal_work(samples, c.baseline_mode, c.mode)}
+            for c in analysis["comparisons"]
+        ],
+        "tokens": {name: token_summary(samples, name) for name in names},
+        "output_caps": {name: summary for name, summary in caps.items() if summary},
+    }
     if run.engine_cache:
-        bench["engine_cache"] = {
+        sections["engine_cache"] = {
             "metrics_url": config.engine_metrics_url,
             "variants": dict(run.engine_cache),
         }
-    bench["analysis"] = _analysis_section(analysis)
-    bench["analysis"]["recorded_vs_replayed"] = recorded_vs_replayed(
-        run.rollouts, bench["samples"], names
+    sections["analysis"] = {
+        **_analysis_section(analysis),
+        "recorded_vs_replayed": recorded_vs_replayed(run.rollouts, samples, names),
+    }
+    return build_results(
+        "bench",
+        label=config.label,
+        target=run.target or {"url": run.target_url, "name": run.target_name},
+        profile=profile,
+        config=config_section,
+        started_at=run.started_at or None,
+        modes={name: (sets[name], failures[name]) for name in names},
+        samples=samples,
+        rollouts=rollouts,
+        time_scale=config.time_scale,
+        workload=bench_workload(config_section, profile),
+        sections=sections,
     )
-    return finish_result(result)
 
 
 def _config_section(run: BenchRun) -> dict[str, Any]:

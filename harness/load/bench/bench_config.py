@@ -3,8 +3,8 @@ rollout subset it selects and its description in words (for the header and the r
 
 Choices that shape the numbers (all printed with the table and stored in the results `config`):
 
-- Tool time is not shrunk silently: `time_scale` (default 0) sets how much of it is waited, and
-  every end-to-end figure counts it at its recorded value.
+- Tool time is not shrunk silently: `time_scale` sets how much of it is waited, and every
+  end-to-end figure counts it at its recorded value.
 - Bounds: `max_rollouts` per variant, and `duration_s` as a hard limit: rollouts still running
   then are cut, and count as failed (never as latencies).
 """
@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.bundled import BundledDataMissing, corpus_dir, real_corpus_dir
-from harness.load.bench.embedded_server import DEFAULT_PROFILE
-from harness.load.liveness import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
-from harness.load.modes import MODES, Mode
-from harness.load.schedule import families, family_members
+from harness.load.core.modes import MODES, Mode, parse_modes
+from harness.load.core.subagents import families, family_members
+from harness.load.core.target_watch import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
+from harness.load.target_options import LOAD_PATTERN, OUTPUT, TargetOptions
+from harness.options import Alternative, option
 from harness.results.paths import portable_path
 from harness.traces.format import Rollout
 
@@ -55,61 +56,226 @@ def corpus_traces(name: str) -> str:
         return str(Path("traces") / "real")
 
 
-# The default subset: the N shortest rollouts (fewest turns) of each agent kind of the bundled
-# corpus, at time_scale 0 and concurrency 4: 9 rollouts, 25-43 turns and 27-55 tool calls each.
-# Measured on the 2-core reference machine: about 1.5 min for the three modes, ~2 min with
-# ws-nocache.
-DEFAULT_PER_KIND = 3
-DEFAULT_CONCURRENCY = 4
-DEFAULT_TIME_SCALE = 0.0
+WORKLOAD = "workload"
+#: the ablation variant the embedded server's default run adds (harness.load.bench.variants)
+NOCACHE_VARIANT = "ws-nocache"
+
+
+def parse_levels(text: str) -> tuple[int, ...]:
+    """`--sweep 1,2,4`: the concurrency levels."""
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--sweep: expected comma-separated integers, got {text!r}") from None
 
 
 @dataclass
-class BenchConfig:
-    target: str | None = None  # ws://... of a foreign server; None = embedded
-    http_target: str | None = None
-    api_key: str | None = None
-    name: str | None = None  # --target-name
-    target_version: str | None = None  # --target-version
-    profile_name: str | None = None  # the --target-profile's name
-    profile: str = DEFAULT_PROFILE
-    traces: str = DEFAULT_TRACES
-    per_kind: int | None = DEFAULT_PER_KIND  # None: every rollout
-    rollout_ids: tuple[str, ...] = ()
-    max_turns: int | None = None
-    time_scale: float = DEFAULT_TIME_SCALE
-    concurrency: int = DEFAULT_CONCURRENCY
-    modes: tuple[Mode, ...] = MODES
-    ablation: bool = False
-    nocache: bool = True  # add ws-nocache (embedded server, ws among the modes)
-    schedule: str = "closed"  # closed | open | sweep
-    rate_per_s: float = 1.0
-    sweep_levels: tuple[int, ...] = (1, 2, 4, 8)
-    duration_s: float | None = None  # hard: rollouts still running then are cut
-    max_rollouts: int | None = None  # per variant (per sweep level)
-    repeats: int = 1
-    send_script: bool | None = None  # default: on for the embedded server, off for --target
-    model: str | None = None  # the model every request names; default: each rollout's
-    prewarm: bool = False
-    seed: int = 0
-    out: str = "results"
-    label: str = "bench"
-    html: bool = True
-    turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S
-    event_timeout_s: float = DEFAULT_EVENT_TIMEOUT_S  # silence that ends a turn (a slow prefill)
-    # each turn asks max_output_tokens = its recorded output tokens x this; None: no cap
-    output_cap_scale: float | None = 1.0
+class BenchConfig(TargetOptions):
+    """`wsmode bench`: each field that is an option declares it (harness.options), its default
+    stated here only."""
+
+    traces: str = option(
+        DEFAULT_TRACES,
+        "--traces",
+        group=WORKLOAD,
+        shown="the bundled generated corpus",
+        help="trace file or directory",
+    )
+    corpus: str | None = option(
+        None,
+        "--corpus",
+        group=WORKLOAD,
+        choices=CORPORA,
+        help="a bundled corpus instead of --traces: generated or real (converted from public "
+        "recordings of real agent sessions, traces/real)",
+    )
+    # The default subset: the N shortest rollouts (fewest turns) of each agent kind of the
+    # bundled corpus, at time_scale 0 and concurrency 4: 9 rollouts, 25-43 turns and 27-55 tool
+    # calls each. Measured on the 2-core reference machine: about 1.5 min for the three modes,
+    # ~2 min with ws-nocache.
+    per_kind: int | None = option(
+        3,
+        "--per-kind",
+        group=WORKLOAD,
+        type=int,
+        to_field=lambda n: n or None,
+        help="the N shortest rollouts of each agent kind (0: all)",
+    )
+    rollout_ids: tuple[str, ...] = option(
+        (),
+        "--rollout",
+        group=WORKLOAD,
+        action="append",
+        metavar="ID",
+        help="replay this id (repeatable)",
+    )
+    max_turns: int | None = option(
+        None, "--max-turns", group=WORKLOAD, type=int, help="replay only the first N turns of each"
+    )
+    time_scale: float = option(
+        0.0,
+        "--time-scale",
+        group=WORKLOAD,
+        type=float,
+        help="fraction of the recorded tool time to wait (e2e always counts it in full)",
+    )
+    modes: tuple[Mode, ...] = option(
+        MODES,
+        "--modes",
+        group=WORKLOAD,
+        to_field=parse_modes,
+        help="comma-separated subset of ws,http,http-chained",
+    )
+    ablation: bool = option(
+        False,
+        "--ablation",
+        group=WORKLOAD,
+        action="store_true",
+        help="also replay ws with each server optimization switched off in turn",
+    )
+    nocache: bool = option(
+        True,
+        "--no-cache-split",
+        group=WORKLOAD,
+        action="store_false",
+        help=f"skip {NOCACHE_VARIANT} (ws with the connection cache off), which splits "
+        "transport from server-side cache savings (~25 s of the default run)",
+    )
+    repeats: int = option(
+        1, "--repeats", group=WORKLOAD, type=int, help="replay each (rollout, mode) pair N times"
+    )
+    send_script: bool | None = option(
+        None,
+        "--script",
+        group=WORKLOAD,
+        action="store_const",
+        const=True,
+        help="send the recorded output as wsmode.script (without either flag: to the "
+        "embedded server only)",
+        alternatives=[
+            Alternative(
+                "--no-script",
+                False,
+                "let the target generate its own output (without either flag: a --target)",
+            )
+        ],
+    )
+    model: str | None = option(
+        None,
+        "--model",
+        group=WORKLOAD,
+        shown="each rollout's, e.g. gpt-5-codex",
+        help="the model every request names; a real target needs one it serves",
+    )
+    prewarm: bool = option(
+        False,
+        "--prewarm",
+        group=WORKLOAD,
+        action="store_true",
+        help="ws: generate:false before turn 0",
+    )
     # the Prometheus page of the engine behind the target: its prefix-cache counters are read
-    # around each variant, which then replay one after another (harness.load.engine_metrics)
-    engine_metrics_url: str | None = None
+    # around each variant, which then replay one after another (harness.load.bench.engine_cache)
+    engine_metrics_url: str | None = option(
+        None,
+        "--engine-metrics",
+        group=WORKLOAD,
+        metavar="URL",
+        help="the Prometheus /metrics of the engine behind the target (vLLM's): its "
+        "prefix-cache hit rate is read around each variant, which then replay one after "
+        "another",
+    )
+    # each turn asks max_output_tokens = its recorded output tokens x this; None: no cap
+    output_cap_scale: float | None = option(
+        1.0,
+        "--output-cap-scale",
+        group=WORKLOAD,
+        type=float,
+        metavar="X",
+        help="each turn asks max_output_tokens = its recorded output tokens x this (at least "
+        "16; not with --script, whose output is the recorded one); turns that produced more "
+        "or less are reported",
+        alternatives=[
+            Alternative(
+                "--no-output-cap",
+                None,
+                "send no max_output_tokens (a real model then generates until it stops)",
+            )
+        ],
+    )
+    concurrency: int = option(
+        4,
+        "--concurrency",
+        group=LOAD_PATTERN,
+        type=int,
+        help="rollouts in flight (closed loop; open loop: at most)",
+    )
+    schedule: str = option(
+        "closed",
+        "--schedule",
+        group=LOAD_PATTERN,
+        choices=("closed", "open", "sweep"),
+        help="closed: --concurrency rollouts in flight; open: Poisson arrivals at --rate; "
+        "sweep: the closed loop once per --sweep level",
+    )
+    rate_per_s: float = option(
+        1.0, "--rate", group=LOAD_PATTERN, type=float, help="open loop: rollouts per second"
+    )
+    sweep_levels: tuple[int, ...] = option(
+        (1, 2, 4, 8),
+        "--sweep",
+        group=LOAD_PATTERN,
+        metavar="N,N,...",
+        to_field=parse_levels,
+        help="sweep: the concurrency levels, comma-separated integers",
+    )
+    duration_s: float | None = option(
+        None,
+        "--duration-s",
+        group=LOAD_PATTERN,
+        type=float,
+        help="hard time limit (per sweep level): rollouts still running then are cut and "
+        "count as failed (not in the latencies, not in the exit status)",
+    )
+    max_rollouts: int | None = option(
+        None,
+        "--max-rollouts",
+        group=LOAD_PATTERN,
+        type=int,
+        help="replay at most the first N selected rollouts per variant (per sweep level)",
+    )
+    turn_timeout_s: float = option(
+        DEFAULT_TURN_TIMEOUT_S,
+        "--turn-timeout-s",
+        group=LOAD_PATTERN,
+        type=float,
+        help="a turn that takes longer fails (then a liveness probe decides whether the "
+        "target is dead, which ends the run's remaining rollouts)",
+    )
+    event_timeout_s: float = option(
+        DEFAULT_EVENT_TIMEOUT_S,
+        "--event-timeout-s",
+        group=LOAD_PATTERN,
+        type=float,
+        help="silence that ends a turn (a real model's prefill of a long context on a CPU "
+        "can take longer)",
+    )
+    seed: int = option(
+        0, "--seed", group=LOAD_PATTERN, type=int, help="arrivals, bootstrap and tenant keys"
+    )
+    out: str = option("results", "--out", group=OUTPUT, help="results root")
+    label: str = option("bench", "--label", group=OUTPUT, help="results file label")
+    html: bool = option(
+        True,
+        "--no-html",
+        action="store_false",
+        group=OUTPUT,
+        help="write no HTML report beside the results JSON",
+    )
     quiet: bool = False
     # a fresh token per run: with a target of the user's, each variant's prompts start with a
     # line of their own (variants.cache_salt), so no variant warms another's prefix cache
     cache_salt: str | None = field(default_factory=lambda: secrets.token_hex(4))
-
-    @property
-    def embedded(self) -> bool:
-        return self.target is None and self.http_target is None
 
     @property
     def with_nocache(self) -> bool:
@@ -224,7 +390,7 @@ def select_rollouts(rollouts: Sequence[Rollout], config: BenchConfig) -> list[Ro
 
 def replayed_rollouts(rollouts: Sequence[Rollout], config: BenchConfig) -> list[Rollout]:
     """The selected rollouts `max_rollouts` lets through: the first ones, a parent with its
-    sub-agents counting as one (they replay beside it, schedule.families)."""
+    sub-agents counting as one (they replay beside it, subagents.families)."""
     roots, spawns = families(rollouts)
     kept = roots[: config.max_rollouts] if config.max_rollouts else roots
     return [member for root in kept for member in family_members(root, spawns)]

@@ -7,13 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.load.bench.result import metric_sets
-from harness.load.replay import ReplayOptions, replay_rollout
+from harness.load.core.replay_options import ReplayOptions
+from harness.load.core.results_document import metric_sets
+from harness.load.core.rollout_driver import replay_rollout
 from harness.traces.format import Rollout
 from harness.traces.synthetic.multi_agent import to_multi_agent
 from reference_server.app import ReferenceServer
 
-from .replay_support import endpoint, reference_server, run, smoke_rollouts
+from ..replay_support import endpoint, reference_server, run, smoke_rollouts
 
 
 @pytest.fixture(scope="module")

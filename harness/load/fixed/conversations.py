@@ -1,16 +1,12 @@
-"""Synthetic fixed-shape load (`wsmode load`): what one client process sends and measures.
-
-Every request is a plain Responses API create that any standard server accepts: `model`, one
-user message of synthetic text (`input_tokens`, fixed or normal around a mean), and
-`max_output_tokens`; `store` false, except over `http-chained`, which stores so that the next
-turn's `previous_response_id` resolves. Nothing project-only (no `wsmode` field) is sent.
+"""What one `wsmode load` client process sends and measures: conversations of fixed-shape
+requests (harness.load.fixed.load_spec) through the load engine's scheduler and sessions.
 
 A *conversation* is `turns` requests, each turn carrying a fresh user message of the same
 shape: on one connection (ws) or one chain (http-chained) each turn is chained to the previous
 response with `previous_response_id`; over `http` each turn resends the whole conversation so
 far (every earlier user message and answer, then the new message), as a stateless client does.
 So the three modes do the same work turn by turn, and the table's input tokens per turn show
-it. Two schedules:
+it. Two schedules (harness.load.core.schedule):
 
 - closed loop (no rate): `concurrency` conversations in flight, a new one as soon as one ends;
 - open loop (`rate_per_s`, Poisson arrivals of requests): each arrival takes an idle
@@ -18,207 +14,42 @@ it. Two schedules:
   slot is measured from its intended start, so a saturated client shows up as latency, never as
   a lower rate (no coordinated omission).
 
-**Same work in every mode.** Each mode of each run draws its own prompts: `seed` is the mode's
-(`mode_seed(run_seed, mode)`, a fresh run seed unless `--seed` is given), so no mode finds the
-prompts of an earlier mode (or run) in the target's prefix cache. A shared-prefix workload is
-asked for explicitly: `prefix_share` is the fraction of each prompt's tokens taken from one
-prefix common to every request, mode and run (`prefix_seed`), the rest fresh.
-
 Stops at `requests` sent or after `duration_s` (requests then in flight finish and count), or
 when a liveness probe finds the target dead: after a request that timed out or whose connection
-was refused, reset or dropped (harness.load.liveness.TargetWatch).
+was refused, reset or dropped (harness.load.core.target_watch.TargetWatch).
 A request succeeds when it completes, or ends `incomplete` because it reached
 `max_output_tokens` (what the limit asks for); anything else is a failure, counted apart by
-reason. Measurement is the replay driver's (`fill_metrics`): TTFT to the first content token,
-TTFE, ITL gaps, TPOT and e2e (`harness.protocol.timing_marks`). The process fan-out and the
-results document are in `fixed_load_run`.
+reason. Measurement is the engine's (`fill_metrics`): TTFT to the first content token, TTFE,
+ITL gaps, TPOT and e2e (`harness.protocol.timing_marks`). The process fan-out is in
+`harness.load.fixed.processes`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import hashlib
+import itertools
 import math
 import random
 import resource
 import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.errors import TransportError
-from harness.load.bench.result import record_turn
-from harness.load.exchange_outcome import capped_exchange_error, fill_metrics
-from harness.load.liveness import DEFAULT_TURN_TIMEOUT_S, TargetWatch
-from harness.load.modes import Mode, parse_mode
-from harness.load.replay import Endpoint, ReplayOptions, Session
-from harness.load.replay_results import TurnResult
+from harness.load.core.exchange_outcome import capped_exchange_error, fill_metrics
+from harness.load.core.measurements import TurnResult
+from harness.load.core.replay_options import ReplayOptions
+from harness.load.core.results_document import record_turn
+from harness.load.core.schedule import LoadPattern
+from harness.load.core.session import Session
+from harness.load.core.target_watch import TargetWatch
+from harness.load.fixed.load_spec import LoadSpec, request_body
 from harness.protocol.items import history_item
 from harness.results.histograms import MetricSet
-from harness.transport.exchange import Exchange
 from harness.transport.liveness_probe import PROBE_TIMEOUT_S
 
-DEFAULT_MODEL = "gpt-5-codex"
-# common English words of at most 7 letters: one token each after a space (o200k and the
-# reference server's tokenizer alike), so N words make an N-token prompt
-_WORD_TEXT = (
-    "the of and to in is you that it he was for on are as with his they at be this have from "
-    "or one had by word but not what all were we when your can said there use an each which "
-    "she do how their if will up other about out many then them these so some her would make "
-    "like him into time has look two more write go see number no way could people my than "
-    "first water been call who oil its now find long down day did get come made may part"
-)
-_WORDS = tuple(_WORD_TEXT.split())
 
-
-@dataclass(frozen=True, slots=True)
-class LoadSpec:
-    """One `wsmode load` run in one mode; `share` gives one process its part of it."""
-
-    mode: Mode
-    endpoint: Endpoint
-    model: str = DEFAULT_MODEL
-    input_tokens: int = 256
-    input_tokens_stddev: float = 0.0
-    output_tokens: int = 128
-    concurrency: int = 8
-    rate_per_s: float | None = None
-    duration_s: float | None = None
-    requests: int | None = None
-    turns: int = 1
-    seed: int = 0  # this mode's prompts and arrivals: mode_seed(run seed, mode)
-    prefix_share: float = 0.0  # fraction of each prompt from the prefix shared by every request
-    prefix_seed: int = 0
-    timeout_s: float = DEFAULT_TURN_TIMEOUT_S  # one request; each event: DEFAULT_EVENT_TIMEOUT_S
-    keep_samples: int = 20_000
-
-    def __post_init__(self) -> None:
-        parse_mode(self.mode)
-        self.endpoint.for_mode(self.mode)  # raises when the mode's URL is missing
-        for name in ("input_tokens", "output_tokens", "concurrency", "turns"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1")
-        if self.input_tokens_stddev < 0:
-            raise ValueError("input_tokens_stddev must be >= 0")
-        if not 0.0 <= self.prefix_share <= 1.0:
-            raise ValueError(f"prefix share must be in [0, 1], got {self.prefix_share:g}")
-        if self.rate_per_s is not None and not self.rate_per_s > 0:
-            raise ValueError("rate must be > 0 requests per second")
-        if self.requests is None and self.duration_s is None:
-            raise ValueError("give a request count or a duration (or both)")
-        if self.requests is not None and self.requests < 1:
-            raise ValueError("requests must be >= 1")
-        if self.duration_s is not None and not self.duration_s > 0:
-            raise ValueError("duration must be > 0 s")
-
-    @property
-    def chained(self) -> bool:
-        return self.mode != "http" and self.turns > 1
-
-    @property
-    def resends_history(self) -> bool:
-        """`http` with several turns: each turn resends the conversation so far."""
-        return self.mode == "http" and self.turns > 1
-
-    def share(self, index: int, parts: int) -> LoadSpec | None:
-        """Process `index` of `parts`: its concurrency, rate and count (None: nothing to do).
-
-        Poisson arrivals at rate r split into `parts` independent streams of r/parts each are
-        again Poisson at r in total, so the split changes nothing the target sees.
-        """
-        concurrency = _split(self.concurrency, index, parts)
-        requests = None if self.requests is None else _split(self.requests, index, parts)
-        if concurrency == 0 or requests == 0:
-            return None
-        rate = None if self.rate_per_s is None else self.rate_per_s / parts
-        seed = self.seed * 1_000_003 + index
-        return replace(self, concurrency=concurrency, requests=requests, rate_per_s=rate, seed=seed)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "url": self.endpoint.for_mode(self.mode),
-            "model": self.model,
-            "input_tokens": self.input_tokens,
-            "input_tokens_stddev": self.input_tokens_stddev,
-            "output_tokens": self.output_tokens,
-            "concurrency": self.concurrency,
-            "rate_per_s": self.rate_per_s,
-            "duration_s": self.duration_s,
-            "requests": self.requests,
-            "turns": self.turns,
-            "seed": self.seed,
-            "prompts": self.prompts,
-            "prefix_share": self.prefix_share,
-            "prefix_seed": self.prefix_seed if self.prefix_share else None,
-            "timeout_s": self.timeout_s,
-        }
-
-    @property
-    def prompts(self) -> str:
-        """How this mode's prompts were drawn, in words (results config, console)."""
-        if not self.prefix_share:
-            return f"fresh for this run and mode (seed {self.seed})"
-        return (
-            f"{self.prefix_share:.0%} of each prompt from a prefix shared by every request, mode "
-            f"and run (prefix seed {self.prefix_seed}), the rest fresh (seed {self.seed})"
-        )
-
-
-def mode_seed(run_seed: int, mode: str) -> int:
-    """The seed of one mode's prompts in a run: distinct per mode, reproducible from the run's."""
-    digest = hashlib.sha256(f"wsmode-load:{run_seed}:{mode}".encode()).digest()
-    return int.from_bytes(digest[:4], "big")
-
-
-def _split(total: int, index: int, parts: int) -> int:
-    return total // parts + (1 if index < total % parts else 0)
-
-
-# -- what is sent (no I/O) -------------------------------------------------------------------------
-def synthetic_text(rng: random.Random, tokens: int) -> str:
-    return " ".join(rng.choice(_WORDS) for _ in range(tokens))
-
-
-@functools.lru_cache(maxsize=64)
-def shared_prefix(prefix_seed: int, tokens: int) -> str:
-    """The first `tokens` words of the prefix every request shares (a longer one extends it)."""
-    return synthetic_text(random.Random(f"wsmode-prefix:{prefix_seed}"), tokens)
-
-
-def input_token_count(spec: LoadSpec, rng: random.Random) -> int:
-    if not spec.input_tokens_stddev:
-        return spec.input_tokens
-    return max(1, round(rng.gauss(spec.input_tokens, spec.input_tokens_stddev)))
-
-
-def request_body(spec: LoadSpec, rng: random.Random, previous_id: str | None) -> dict[str, Any]:
-    """One standard create: model, one user message, max_output_tokens, store."""
-    tokens = input_token_count(spec, rng)
-    shared = round(tokens * spec.prefix_share)
-    parts = [shared_prefix(spec.prefix_seed, shared)] if shared else []
-    if tokens > shared:
-        parts.append(synthetic_text(rng, tokens - shared))
-    text = " ".join(parts)
-    body: dict[str, Any] = {
-        "model": spec.model,
-        "input": [{"type": "message", "role": "user", "content": text}],
-        "max_output_tokens": spec.output_tokens,
-        "store": spec.mode == "http-chained",
-    }
-    if previous_id is not None:
-        body["previous_response_id"] = previous_id
-    return body
-
-
-def load_error(exchange: Exchange) -> str | None:
-    """Why a request failed, or None: completed, or stopped at the max_output_tokens asked for."""
-    return capped_exchange_error(exchange)
-
-
-# -- what one process measures ---------------------------------------------------------------------
 @dataclass
 class ShardResult:
     """One process's measurements; `to_json`/`from_json` carry it across the process boundary."""
@@ -252,7 +83,7 @@ class ShardResult:
             self.failed[_reason(turn.error)] += 1
         if len(self.samples) < keep_samples:
             self.samples.append(turn.to_sample())
-        if self.tally is not None:  # the live progress line reads these (fixed_load_run)
+        if self.tally is not None:  # the live progress line reads these (processes)
             self.tally[0] = self.ok
             self.tally[1] = sum(self.failed.values())
 
@@ -363,7 +194,8 @@ class _Conversation:
             return _failed(turn, f"transport: {exc}", self)
         if exchange.transport_error is not None:  # silence, an endless stream, a dropped socket
             await self.ask_watch()
-        error = load_error(exchange)
+        # completed, or stopped at the max_output_tokens asked for: both succeed
+        error = capped_exchange_error(exchange)
         if error is not None:
             return _failed(turn, error, self)
         fill_metrics(turn, exchange, 0)
@@ -431,81 +263,67 @@ class Tally(Protocol):
     def __setitem__(self, index: int, value: int, /) -> None: ...
 
 
+class _Conversations:
+    """The shard's conversations, the engine's runner: a request takes an idle conversation (or
+    starts one) and gives it back, unless that was its last turn. A closed-loop worker takes back
+    the conversation it just gave (nothing runs in between), so each worker keeps its own."""
+
+    def __init__(
+        self, spec: LoadSpec, shard: int, rng: random.Random, watch: TargetWatch, out: ShardResult
+    ) -> None:
+        self.spec, self.shard, self.rng, self.watch, self.out = spec, shard, rng, watch, out
+        self.idle: list[_Conversation] = []
+        self.open: set[_Conversation] = set()
+        self.numbers = itertools.count()
+        self.start_ns = time.perf_counter_ns()
+
+    async def request(self, _: bool, intended_ns: int | None) -> None:
+        """One request; `intended_ns` (open loop) is when it was due."""
+        if self.idle:
+            conversation = self.idle.pop()
+        else:
+            conversation = _Conversation(self.spec, next(self.numbers), self.watch)
+            self.open.add(conversation)
+        turn = await conversation.request(self.rng, self.shard, intended_ns or 0)
+        self.out.add(turn, self.spec.keep_samples, open_loop=intended_ns is not None)
+        self.out.note_sent(conversation.last_sent_ns, self.start_ns)
+        if conversation.finished:
+            self.open.discard(conversation)
+            await conversation.close()
+        else:
+            self.idle.append(conversation)
+
+    async def close(self) -> None:
+        for conversation in list(self.open):
+            await conversation.close()
+        self.open.clear()
+        self.idle.clear()
+
+
 async def run_shard(spec: LoadSpec, shard: int = 0, tally: Tally | None = None) -> ShardResult:
     """Run this process's share of the load; never raises for the target's misbehaviour.
 
-    `tally` (a list, or a shared array across processes) gets the counts as requests end."""
+    The requests go through the engine's scheduler (harness.load.core.schedule): the closed
+    loop, or with a rate the open loop, its arrivals drawn from the same seeded source as the
+    prompts. `tally` (a list, or a shared array across processes) gets the counts as requests
+    end."""
     out = ShardResult(tally=tally)
     rng = random.Random(spec.seed)
     # the probe after a timed-out request: at most the request timeout (a short one tests fast)
     budget = _Budget(spec, TargetWatch(probe_timeout_s=min(PROBE_TIMEOUT_S, spec.timeout_s)))
+    pattern = LoadPattern(concurrency=spec.concurrency, rate_per_s=spec.rate_per_s)
     cpu0 = _cpu_s()
     out.started_ns = time.monotonic_ns()
-    if spec.rate_per_s is None:
-        await _closed_loop(spec, shard, rng, budget, out)
-    else:
-        await _open_loop(spec, shard, rng, budget, out)
+    conversations = _Conversations(spec, shard, rng, budget.watch, out)
+    try:  # the budget ends the requests: in flight then, they finish and count
+        await pattern.run(iter(budget.take, False), conversations.request, rng=rng)
+    finally:
+        await conversations.close()
     out.ended_ns = time.monotonic_ns()
     out.cpu_s = _cpu_s() - cpu0
     watch = budget.watch  # why the run ended early: classified like the pre-run check, if it can
     out.stopped = (watch.problem.line() if watch.problem else watch.dead_reason) or ""
     return out
-
-
-async def _closed_loop(
-    spec: LoadSpec, shard: int, rng: random.Random, budget: _Budget, out: ShardResult
-) -> None:
-    numbers = iter(range(1 << 62))
-    start_ns = time.perf_counter_ns()
-
-    async def worker() -> None:
-        conversation = _Conversation(spec, next(numbers), budget.watch)
-        try:
-            while budget.take():
-                if conversation.finished:
-                    await conversation.close()
-                    conversation = _Conversation(spec, next(numbers), budget.watch)
-                out.add(await conversation.request(rng, shard, 0), spec.keep_samples)
-                out.note_sent(conversation.last_sent_ns, start_ns)
-        finally:
-            await conversation.close()
-
-    await asyncio.gather(*(worker() for _ in range(spec.concurrency)))
-
-
-async def _open_loop(
-    spec: LoadSpec, shard: int, rng: random.Random, budget: _Budget, out: ShardResult
-) -> None:
-    assert spec.rate_per_s is not None
-    slots = asyncio.Semaphore(spec.concurrency)
-    idle: list[_Conversation] = []
-    numbers = iter(range(1 << 62))
-    tasks: set[asyncio.Task[None]] = set()
-
-    async def one(intended_ns: int) -> None:
-        async with slots:
-            conversation = idle.pop() if idle else _Conversation(spec, next(numbers), budget.watch)
-            turn = await conversation.request(rng, shard, intended_ns)
-            out.add(turn, spec.keep_samples, open_loop=True)
-            out.note_sent(conversation.last_sent_ns, start_ns)
-            if conversation.finished:
-                await conversation.close()
-            else:
-                idle.append(conversation)
-
-    next_ns = start_ns = time.perf_counter_ns()
-    while budget.take():
-        next_ns += int(rng.expovariate(spec.rate_per_s) * 1e9)
-        delay_s = (next_ns - time.perf_counter_ns()) / 1e9
-        if delay_s > 0:
-            await asyncio.sleep(delay_s)
-        task = asyncio.create_task(one(next_ns))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-    if tasks:
-        await asyncio.gather(*tasks)
-    for conversation in idle:
-        await conversation.close()
 
 
 def _cpu_s() -> float:

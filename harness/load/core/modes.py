@@ -1,4 +1,4 @@
-"""The three ways the load harness sends a turn to a target (harness.load.replay):
+"""The three ways the load engine sends a turn to a target (harness.load.core.rollout_driver):
 
 - ``ws``: WebSocket mode, ``previous_response_id`` + the new items on one connection;
 - ``http``: stateless HTTP + SSE, the whole history every turn;
@@ -17,3 +17,8 @@ def parse_mode(value: str) -> Mode:
     if value not in MODES:
         raise ValueError(f"unknown mode {value!r}; expected one of {', '.join(MODES)}")
     return value
+
+
+def parse_modes(text: str) -> tuple[Mode, ...]:
+    """`--modes ws,http`: the modes named, in order (none for an empty list)."""
+    return tuple(parse_mode(m.strip()) for m in text.split(",") if m.strip())

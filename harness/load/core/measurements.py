@@ -1,16 +1,16 @@
 """What a replay measures: one sample per turn (:class:`TurnResult`) and one record per rollout
 (:class:`RolloutResult`), in the shapes of results/README.md (``bench.samples[]``,
-``bench.rollouts[]``); the replay driver (``harness.load.replay``) fills them.
+``bench.rollouts[]``); the rollout driver (``harness.load.core.rollout_driver``) and
+the fixed-shape load (``harness.load.fixed.conversations``) fill them.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.load.modes import Mode
+from harness.load.core.modes import Mode
 from harness.results.stats import round_or_none as _r
 from harness.results.work import token_fields
 
@@ -114,65 +114,6 @@ class TurnResult:
 
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
-
-
-def output_cap_summary(samples: Sequence[Mapping[str, Any]], mode: str) -> dict[str, Any] | None:
-    """How a variant's ok turns met the `max_output_tokens` they asked for (each turn's recorded
-    output length, scaled): how many asked, how many produced more (the target ignored the cap),
-    how many stopped short of it, and the median output/cap ratio; None when no turn asked."""
-    capped = [
-        s
-        for s in samples
-        if s["mode"] == mode and s.get("ok") and isinstance(s.get("output_cap_tokens"), int)
-    ]
-    if not capped:
-        return None
-    over = [s for s in capped if s["output_tokens"] > s["output_cap_tokens"]]
-    under = [s for s in capped if s["output_tokens"] < s["output_cap_tokens"]]
-    ratio = statistics.median(s["output_tokens"] / s["output_cap_tokens"] for s in capped)
-    return {
-        "turns": len(capped),
-        "over_cap": len(over),
-        "under_cap": len(under),
-        "reached_cap": sum(1 for s in capped if s.get("reached_output_cap")),
-        "output_to_cap_median": round(ratio, 4),
-        "over_example": _cap_example(over),
-        "under_example": _cap_example(under),
-    }
-
-
-def _cap_example(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    if not samples:
-        return None
-    worst = max(samples, key=lambda s: abs(s["output_tokens"] - s["output_cap_tokens"]))
-    return {
-        "rollout_id": worst["rollout_id"],
-        "turn_index": worst["turn_index"],
-        "output_tokens": worst["output_tokens"],
-        "cap": worst["output_cap_tokens"],
-    }
-
-
-def describe_output_caps(name: str, summary: Mapping[str, Any]) -> str:
-    """A variant's output-cap line for the console."""
-    text = (
-        f"{name}: {summary['turns']} turns asked max_output_tokens; "
-        f"{summary['over_cap']} produced more than asked"
-    )
-    over = summary.get("over_example")
-    if over:
-        text += (
-            f" (the target ignored the cap; e.g. {over['rollout_id']} turn {over['turn_index']}:"
-            f" {over['output_tokens']:,} for {over['cap']:,})"
-        )
-    text += f", {summary['under_cap']} less"
-    under = summary.get("under_example")
-    if under:
-        text += (
-            f" (e.g. {under['rollout_id']} turn {under['turn_index']}: {under['output_tokens']:,}"
-            f" for {under['cap']:,})"
-        )
-    return text + f"; output/cap median {summary['output_to_cap_median']:.2f}"
 
 
 @dataclass(slots=True)

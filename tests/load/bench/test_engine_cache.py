@@ -6,12 +6,12 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from harness.load.bench.config import BenchConfig
-from harness.load.bench.run import run_bench
-from harness.load.engine_metrics import counter_delta, parse_counters
+from harness.load.bench.bench_config import BenchConfig
+from harness.load.bench.bench_run import run_bench
+from harness.load.bench.engine_cache import counter_delta, parse_counters
 from harness.results.schema import load_result
 
-from .replay_support import SMOKE, reference_server
+from ..replay_support import SMOKE, reference_server
 
 VLLM_PAGE = """\
 # HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.

@@ -77,7 +77,3 @@ class TargetWatch:
                     # refused, reset, not resolved: said like the pre-run check says it
                     self.problem = describe_failure(error, url, mode)
                 self._dead.set()
-
-    async def after_timeout(self, url: str, mode: str, model: str, api_key: str | None) -> None:
-        """A turn timed out: probe (`after_failure`)."""
-        await self.after_failure(url, mode, model, api_key)

@@ -7,22 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from harness.load.bench.result import metric_sets
-from harness.load.modes import MODES, Mode
-from harness.load.replay import (
-    CONTINUE_TEXT,
-    HttpClientPool,
-    ReplayOptions,
-    RolloutState,
-    answer_calls,
-    replay_rollout,
-)
-from harness.load.replay_results import RolloutResult, TurnResult
+from harness.load.core.measurements import RolloutResult, TurnResult
+from harness.load.core.modes import MODES, Mode
+from harness.load.core.replay_options import ReplayOptions
+from harness.load.core.results_document import metric_sets
+from harness.load.core.rollout_driver import replay_rollout
+from harness.load.core.rollout_requests import CONTINUE_TEXT, RolloutState, answer_calls
+from harness.load.core.session import HttpClientPool
 from harness.protocol.items import history_item
 from harness.traces.format import OutputSpec, Turn, input_message
 from reference_server.config import Optimizations
 
-from .replay_support import endpoint, reference_server, run, smoke_rollouts
+from ..replay_support import endpoint, reference_server, run, smoke_rollouts
 
 
 @pytest.fixture(scope="module")

@@ -11,23 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from harness.load.modes import Mode
-from harness.load.replay import (
-    CANCELLED_NOTE,
-    MIN_OUTPUT_CAP_TOKENS,
-    Endpoint,
-    ReplayOptions,
-    output_cap_tokens,
-    replay_rollout,
-)
-from harness.load.replay_results import describe_output_caps, output_cap_summary
+from harness.load.bench.output_caps import describe_output_caps, output_cap_summary
+from harness.load.core.modes import Mode
+from harness.load.core.replay_options import Endpoint, ReplayOptions
+from harness.load.core.rollout_driver import CANCELLED_NOTE, replay_rollout
+from harness.load.core.rollout_requests import MIN_OUTPUT_CAP_TOKENS, output_cap_tokens
 from harness.traces.format import OutputSpec, Rollout, Turn, input_message
 from reference_server.app import ReferenceServer
 from tests.conformance.servers import NO_CAP_TOKENS, running
 
-from .replay_support import endpoint, reference_server, run, smoke_rollouts
+from ..replay_support import endpoint, reference_server, run, smoke_rollouts
 
-PROFILES = Path(__file__).resolve().parents[2] / "reference_server" / "profiles"
+PROFILES = Path(__file__).resolve().parents[3] / "reference_server" / "profiles"
 
 
 def _replay(url: str, rollout: Rollout, **options: object) -> list[dict[str, object]]:

@@ -1,13 +1,14 @@
 """What one exchange (a create and its stream) yields for the load harness: the turn's metrics
 from the client's stamps and the server's `wsmode` stamps, and why it failed, if it did.
-Shared by the replay driver (harness.load.replay) and the fixed load (harness.load.fixed_load).
+Shared by the rollout driver (harness.load.core.rollout_driver) and the fixed-shape load
+(harness.load.fixed.conversations).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.load.replay_results import TurnResult
+from harness.load.core.measurements import TurnResult
 from harness.protocol.accumulator import RULES
 from harness.protocol.events import NON_OUTPUT_TYPES, reached_output_cap
 from harness.protocol.extension import read_server_stamps

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from harness.cli import main as cli_main
-from harness.load.fixed_load import LoadSpec, ShardResult, request_body, run_shard
-from harness.load.fixed_load_run import run_processes
-from harness.load.modes import Mode
-from harness.load.replay import Endpoint
-from harness.load.replay_results import TurnResult
+from harness.load.core.measurements import TurnResult
+from harness.load.core.modes import Mode
+from harness.load.core.replay_options import Endpoint
+from harness.load.fixed.conversations import ShardResult, run_shard
+from harness.load.fixed.load_spec import LoadSpec, request_body
+from harness.load.fixed.processes import run_processes
 from harness.results.histograms import LatencyHistogram
 from harness.results.schema import load_result
 from harness.transport.exchange import Exchange, sse_exchange, ws_exchange

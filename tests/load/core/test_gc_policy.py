@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from harness.load.gc_policy import MIDDLE_AFTER, YOUNG_OBJECTS, load_gc
+from harness.load.core.gc_policy import MIDDLE_AFTER, YOUNG_OBJECTS, load_gc
 
 
 class Node:

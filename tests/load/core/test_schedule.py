@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.load.replay import ReplayOptions, replay_rollout
-from harness.load.schedule import closed_loop, interleaved, open_loop, poisson_offsets, sweep
+from harness.load.core.replay_options import ReplayOptions
+from harness.load.core.rollout_driver import replay_rollout
+from harness.load.core.schedule import closed_loop, interleaved, open_loop, poisson_offsets, sweep
 
-from .replay_support import endpoint, reference_server, run, smoke_rollouts
+from ..replay_support import endpoint, reference_server, run, smoke_rollouts
 
 
 async def _timed(job: int, intended_ns: int | None, work_s: float = 0.05) -> tuple[int, float]:

@@ -12,10 +12,11 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 
-from harness.load.liveness import TargetWatch
-from harness.load.replay import Endpoint, ReplayOptions, replay_rollout
+from harness.load.core.replay_options import Endpoint, ReplayOptions
+from harness.load.core.rollout_driver import replay_rollout
+from harness.load.core.target_watch import TargetWatch
 
-from .replay_support import endpoint, reference_server, run, smoke_rollouts
+from ..replay_support import endpoint, reference_server, run, smoke_rollouts
 
 
 async def _silent(connection: ServerConnection) -> None:
@@ -49,8 +50,8 @@ def test_a_live_target_passes_the_probe_and_the_run_goes_on(tmp_path: Path) -> N
         target = endpoint(server)
         assert target.ws_url is not None and target.http_url is not None
         watch = TargetWatch()
-        run(watch.after_timeout(target.ws_url, "ws", "m", None))
-        run(watch.after_timeout(target.http_url, "http", "m", None))
+        run(watch.after_failure(target.ws_url, "ws", "m", None))
+        run(watch.after_failure(target.http_url, "http", "m", None))
     assert watch.probes == 2 and watch.dead_reason is None
 
 
@@ -114,7 +115,8 @@ def test_a_turn_in_flight_is_given_up_once_a_probe_finds_the_target_dead() -> No
 
 
 def test_wsmode_load_ends_early_with_one_line_against_a_dripping_target(capsys: Any) -> None:
-    from harness.load.fixed_load import LoadSpec, run_shard
+    from harness.load.fixed.conversations import run_shard
+    from harness.load.fixed.load_spec import LoadSpec
 
     async def main() -> Any:
         async with ws_serve(_dripping, "127.0.0.1", 0) as server:

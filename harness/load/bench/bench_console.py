@@ -12,10 +12,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.load.bench.recorded import format_recorded
-from harness.load.bench.result import CUT_ERROR, is_cut
-from harness.load.engine_metrics import describe_engine_cache
-from harness.load.replay_results import describe_output_caps
+from harness.load.bench.bench_result import CUT_ERROR, is_cut
+from harness.load.bench.engine_cache import describe_engine_cache
+from harness.load.bench.output_caps import describe_output_caps
+from harness.load.bench.recorded_timings import format_recorded
 from harness.progress import MAX_COLUMNS
 from harness.results.table import Column, legend, number, render
 from harness.results.work import describe_tokens

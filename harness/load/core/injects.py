@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from harness.errors import TransportError
+from harness.load.core.replay_options import GENERIC_OUTPUT
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.beta import INJECT
 from harness.protocol.requests import create_event
@@ -32,8 +33,6 @@ from harness.traces.format import Inject, Turn
 from harness.transport.exchange import Exchange
 from harness.transport.failures import TargetTimeout
 from harness.transport.ws import WsClient
-
-GENERIC_OUTPUT = "ok"
 
 
 @dataclass(slots=True)
