@@ -30,6 +30,7 @@ CONVERT_SOURCES = (
     "claude-code",
     "mooncake",
     "gemini-cli",
+    "tracelab",
 )
 MOONCAKE_BLOCK_TOKENS = 512
 

@@ -20,6 +20,7 @@ from harness.traces.converters import (
 )
 from harness.traces.converters.common import ABORTED_OUTPUT
 from harness.traces.converters.mooncake import MOONCAKE_BLOCK_TOKENS
+from harness.traces.converters.tracelab import convert_tracelab
 from harness.traces.format import Rollout, TraceFormatError
 
 
@@ -49,6 +50,7 @@ _SOURCES: dict[str, tuple[str, Converter]] = {
         ),
     ),
     "gemini-cli": ("session-*.json", lambda p, o: [convert_gemini_cli(p, agent_kind=o.agent_kind)]),
+    "tracelab": ("*.jsonl*", lambda p, o: convert_tracelab(p, agent_kind=o.agent_kind)),
 }
 SOURCES = tuple(_SOURCES)
 

@@ -60,6 +60,7 @@ SOURCES: Final = (
     "claude-code",
     "mooncake",
     "gemini-cli",
+    "tracelab",
 )
 KNOWN_AGENT_KINDS: Final = ("bug_fix", "refactor", "test_fix", "unknown")
 OUTPUT_TYPES: Final = ("message", "function_call", "reasoning")
