@@ -1,4 +1,5 @@
-"""CLI commands of the trace area: `wsmode record`, `wsmode traces generate|validate|convert`."""
+"""CLI commands of the trace area: `wsmode record`, `wsmode traces generate|validate|convert`
+and `wsmode traces stats`."""
 
 from __future__ import annotations
 
@@ -103,6 +104,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     val.add_argument("paths", nargs="+", metavar="PATH", help="trace files or directories")
     val.set_defaults(handler=_validate)
     _register_convert(sub)
+    _register_stats(sub)
     traces.set_defaults(group=traces)  # `wsmode traces` alone: harness.cli shows its help
 
 
@@ -143,6 +145,50 @@ def _register_convert(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help=f"mooncake: tokens per hash_ids block (default: {MOONCAKE_BLOCK_TOKENS})",
     )
     conv.set_defaults(handler=_convert)
+
+
+def _register_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from harness.options import add_options
+    from harness.traces.stats.options import StatsConfig
+
+    stats = sub.add_parser(
+        "stats",
+        help="a corpus's distributions, and how far they are from a reference corpus",
+        description=(
+            "Print a corpus's distributions (turns per session, tool calls per turn, input "
+            "growth, append and output tokens per turn, tool latency) and, with --reference, "
+            "the reference's beside them: the KS distance and quantile ratios per distribution."
+        ),
+    )
+    add_options(stats, StatsConfig)
+    stats.set_defaults(handler=_stats)
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from harness.options import from_args
+    from harness.traces.stats import compare, measure
+    from harness.traces.stats.options import STATS, StatsConfig, read_corpus
+    from harness.traces.stats.report import render_text, stats_json
+
+    config = from_args(StatsConfig, args)
+    if config.reference_source is not None and not config.reference:
+        return usage_error(STATS, "--reference-from needs --reference")
+    try:
+        corpus = measure(read_corpus(config.paths, config.source))
+        reference = (
+            measure(read_corpus(config.reference, config.reference_source))
+            if config.reference
+            else None
+        )
+    except TraceFormatError as exc:
+        return usage_error(STATS, str(exc))
+    comparison = compare(corpus, reference) if reference is not None else None
+    parts = (corpus, config.paths, reference, config.reference, comparison)
+    if config.as_json:
+        print(json.dumps(stats_json(*parts), indent=2))
+    else:
+        print("\n".join(render_text(*parts)))
+    return 0
 
 
 def _record(args: argparse.Namespace) -> int:
