@@ -15,6 +15,7 @@ from typing import Final
 from harness.traces.format import JSONObject, Rollout, dump_rollouts, estimate_tokens
 from harness.traces.synthetic.generator import KINDS, derive_seed, generate_rollout
 from harness.traces.synthetic.multi_agent import to_multi_agent
+from harness.traces.synthetic.targets import UNCALIBRATED
 
 __all__ = [
     "CORPUS_LAYOUT",
@@ -68,6 +69,7 @@ def generate_smoke(seed: int = 0) -> list[Rollout]:
             size_scale=0.08,
             context_bounds=None,
             rollout_id=f"smoke-{kind}",
+            targets=UNCALIBRATED,  # fast-test fixtures: their shape is pinned, not calibrated
         )
         for kind in KINDS
     ]
@@ -104,7 +106,7 @@ def corpus_stats(rollouts: Sequence[Rollout]) -> JSONObject:
         names: dict[str, str] = {}
         for t in r.turns:
             out_tokens.append(t.output_tokens)
-            if t.index > 0:
+            if t.answered_call_ids:  # a turn opened by a user message waited for no tool
                 waits.append(t.tool_wait_ms)
                 if "run_tests" in names.values():
                     test_waits.append(t.tool_wait_ms)

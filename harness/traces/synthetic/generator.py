@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
+from types import EllipsisType
 from typing import Any, Final
 
 from harness.traces.format import (
@@ -35,6 +36,7 @@ from harness.traces.format import (
     estimate_tokens,
     input_message,
 )
+from harness.traces.synthetic.targets import CALIBRATED, UNCALIBRATED, Targets
 from harness.traces.synthetic.text import (
     FileSizes,
     Repo,
@@ -61,63 +63,25 @@ __all__ = [
     "DEFAULT_MODEL",
     "KINDS",
     "TOOLS",
+    "Targets",
     "derive_seed",
     "generate_corpus",
     "generate_rollout",
 ]
 
 # ---------------------------------------------------------------------------------------------
-# Distributions (documented in traces/README.md). Token counts are chars / 4.
+# Distributions: harness.traces.synthetic.targets (documented in traces/README.md and
+# traces/CALIBRATION.md). Token counts are chars / 4.
 
 KINDS: Final = ("bug_fix", "refactor", "test_fix")
 DEFAULT_MODEL: Final = "gpt-5-codex"
-GENERATOR_VERSION: Final = 1
-
-#: Turns per rollout, uniform per kind (overall 20-80).
-TURNS_RANGE: Final = {"bug_fix": (20, 50), "refactor": (35, 80), "test_fix": (25, 60)}
-#: System prompt (``instructions``) size, uniform.
-INSTRUCTIONS_TOKENS: Final = (2000, 6000)
-#: First user message (environment + AGENTS.md + file tree + task), uniform.
-FIRST_MESSAGE_TOKENS: Final = (1500, 6000)
-#: Tool outputs: lognormal(median, sigma) times a per-tool factor, capped.
-TOOL_OUTPUT_MEDIAN_TOKENS: Final = 600
-TOOL_OUTPUT_SIGMA: Final = 1.1
-TOOL_OUTPUT_MAX_TOKENS: Final = 8000
-TOOL_OUTPUT_FACTOR: Final = {
-    "read_file": 1.6,  # file sizes; a file reads the same every time
-    "run_tests": 2.2,  # failing runs; a passing run is a quarter of that
-    "search": 1.0,
-    "list_dir": 0.5,  # a listing of the (small) repository tree
-    "run_shell": 1.0,
-}
-#: Client-side tool time: lognormal, median 1 s and p90 4 s; test runs median 6 s, p90 ~19 s.
-TOOL_WAIT_MEDIAN_MS: Final = 1000.0
-TOOL_WAIT_SIGMA: Final = math.log(4.0) / 1.2816
-TEST_WAIT_MEDIAN_MS: Final = 6000.0
-TEST_WAIT_SIGMA: Final = 0.9
-TOOL_WAIT_MAX_MS: Final = 120_000.0
-#: Share of turns that issue 2-4 parallel tool calls (waits overlap: the turn waits the max).
-#: Batches are read-only calls, so a turn whose first call is read-only fans out with
-#: ``PARALLEL_GIVEN_READ_ONLY``, which gives the target share overall (checked by a test).
-PARALLEL_CALL_PROB: Final = 0.15
-PARALLEL_GIVEN_READ_ONLY: Final = 0.33
-PARALLEL_CALLS: Final = (2, 4)
-#: Model output per turn: hidden reasoning (with a short summary) on some turns, an optional
-#: one-line preamble message, then the call(s); patches are the long arguments.
-REASONING_PROB: Final = 0.6
-REASONING_MEDIAN_TOKENS: Final = 120
-REASONING_SIGMA: Final = 0.9
-REASONING_MAX_TOKENS: Final = 1800
-PREAMBLE_PROB: Final = 0.2
-PATCH_MEDIAN_TOKENS: Final = 220
-PATCH_SIGMA: Final = 0.8
-PATCH_MAX_TOKENS: Final = 2000
-FINAL_MESSAGE_TOKENS: Final = (120, 600)
-#: Occasional user steering message sent with the tool outputs.
-USER_FOLLOWUP_PROB: Final = 0.02
-#: Context at the end of a rollout (estimate after the last output) is kept in these bounds:
-#: tool outputs are truncated near the top, sizes scaled up and regenerated below the bottom.
-CONTEXT_BOUNDS: Final = (30_000, 150_000)
+#: 2: the distributions became a parameter (``Targets``), the default the calibrated ones, and
+#: a turn may answer the user (``Targets.user_turn_prob``)
+GENERATOR_VERSION: Final = 2
+#: The default targets' turns per kind, system prompt sizes and final-context bounds.
+TURNS_RANGE: Final = CALIBRATED.turns_range
+INSTRUCTIONS_TOKENS: Final = CALIBRATED.instructions_tokens
+CONTEXT_BOUNDS: Final = CALIBRATED.context_bounds
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,13 +188,16 @@ _PHASES: Final = {
     ),
 }
 _PARALLEL_OK: Final = ("read_file", "search", "list_dir")
-#: Repository files are sized like their read_file outputs (twice the output cap).
-_FILE_SIZES: Final = FileSizes(
-    median_tokens=TOOL_OUTPUT_MEDIAN_TOKENS,
-    sigma=TOOL_OUTPUT_SIGMA,
-    max_tokens=TOOL_OUTPUT_MAX_TOKENS * 2,
-    source_factor=TOOL_OUTPUT_FACTOR["read_file"],
-)
+
+
+def _file_sizes(targets: Targets) -> FileSizes:
+    """Repository files are sized like their read_file outputs (twice the output cap)."""
+    return FileSizes(
+        median_tokens=targets.tool_output_median_tokens,
+        sigma=targets.tool_output_sigma,
+        max_tokens=targets.tool_output_max_tokens * 2,
+        source_factor=targets.tool_output_factor["read_file"],
+    )
 
 
 def _weighted(rng: random.Random, weights: dict[str, int]) -> str:
@@ -238,12 +205,12 @@ def _weighted(rng: random.Random, weights: dict[str, int]) -> str:
     return rng.choices(names, weights=[weights[n] for n in names])[0]
 
 
-def _output_size(rng: random.Random, repo: Repo, tool: str) -> int:
-    median = TOOL_OUTPUT_MEDIAN_TOKENS * TOOL_OUTPUT_FACTOR[tool] * repo.scale
-    return max(20, int(lognormal(rng, median, TOOL_OUTPUT_SIGMA, TOOL_OUTPUT_MAX_TOKENS)))
+def _output_size(rng: random.Random, repo: Repo, tool: str, t: Targets) -> int:
+    median = t.tool_output_median_tokens * t.tool_output_factor[tool] * repo.scale
+    return max(20, int(lognormal(rng, median, t.tool_output_sigma, t.tool_output_max_tokens)))
 
 
-def _make_call(rng: random.Random, repo: Repo, tool: str, call_id: str) -> ToolCall:
+def _make_call(rng: random.Random, repo: Repo, tool: str, call_id: str, t: Targets) -> ToolCall:
     src, tests = repo.source_paths(), repo.test_paths()
     args: JSONObject
     if tool == "read_file":
@@ -263,32 +230,36 @@ def _make_call(rng: random.Random, repo: Repo, tool: str, call_id: str) -> ToolC
     elif tool == "apply_patch":
         n_files = 1 if rng.random() < 0.8 else rng.randint(2, 3)
         paths = rng.sample(src + tests, min(n_files, len(src + tests)))
-        tokens = int(lognormal(rng, PATCH_MEDIAN_TOKENS, PATCH_SIGMA, PATCH_MAX_TOKENS))
+        tokens = int(lognormal(rng, t.patch_median_tokens, t.patch_sigma, t.patch_max_tokens))
         args = {"patch": patch_text(rng, repo, paths, max(30, tokens))}
     else:  # write_file
         path = new_module_path(rng, repo)
-        tokens = int(lognormal(rng, PATCH_MEDIAN_TOKENS * 1.5, PATCH_SIGMA, PATCH_MAX_TOKENS))
+        tokens = int(lognormal(rng, t.patch_median_tokens * 1.5, t.patch_sigma, t.patch_max_tokens))
         args = {"path": path, "content": module_text(rng, repo, path, max(60, tokens))}
     call = ToolCall(tool, args, call_id)
-    if tool in TOOL_OUTPUT_FACTOR:
-        call.output_tokens = _output_size(rng, repo, tool)
+    if tool in t.tool_output_factor:
+        call.output_tokens = _output_size(rng, repo, tool, t)
     return call
 
 
-def _tool_wait(rng: random.Random, tool: str) -> float:
+def _tool_wait(rng: random.Random, tool: str, t: Targets) -> float:
     if tool == "run_tests":
-        return lognormal(rng, TEST_WAIT_MEDIAN_MS, TEST_WAIT_SIGMA, TOOL_WAIT_MAX_MS)
-    return lognormal(rng, TOOL_WAIT_MEDIAN_MS, TOOL_WAIT_SIGMA, TOOL_WAIT_MAX_MS)
+        return lognormal(rng, t.test_wait_median_ms, t.test_wait_sigma, t.tool_wait_max_ms)
+    return lognormal(rng, t.tool_wait_median_ms, t.tool_wait_sigma, t.tool_wait_max_ms)
 
 
-def _reasoning(rng: random.Random, repo: Repo) -> OutputSpec:
+def _reasoning(rng: random.Random, repo: Repo, t: Targets) -> OutputSpec:
     summary = reasoning_summary(rng, repo)
-    tokens = int(lognormal(rng, REASONING_MEDIAN_TOKENS, REASONING_SIGMA, REASONING_MAX_TOKENS))
+    tokens = int(
+        lognormal(rng, t.reasoning_median_tokens, t.reasoning_sigma, t.reasoning_max_tokens)
+    )
     return OutputSpec.reasoning(summary, tokens)
 
 
-def _final_message(rng: random.Random, repo: Repo, kind: str, touched: list[str]) -> OutputSpec:
-    size = rng.randint(*FINAL_MESSAGE_TOKENS)
+def _final_message(
+    rng: random.Random, repo: Repo, kind: str, touched: list[str], size_range: tuple[int, int]
+) -> OutputSpec:
+    size = rng.randint(*size_range)
     return OutputSpec.message(final_message_text(rng, repo, kind, touched, size))
 
 
@@ -308,58 +279,66 @@ def generate_rollout(
     *,
     n_turns: int | None = None,
     size_scale: float = 1.0,
-    context_bounds: tuple[int, int] | None = CONTEXT_BOUNDS,
+    context_bounds: tuple[int, int] | EllipsisType | None = ...,
     model: str = DEFAULT_MODEL,
     rollout_id: str | None = None,
+    targets: Targets = CALIBRATED,
 ) -> Rollout:
-    """Generate one rollout of ``kind`` ("bug_fix", "refactor", "test_fix"); same seed, same trace.
+    """Generate one rollout of ``kind`` ("bug_fix", "refactor", "test_fix"); same seed and
+    targets, same trace.
 
-    ``n_turns`` overrides the kind's turn range; ``size_scale`` scales every text size (system
-    prompt, first message, files, tool outputs, patches are not scaled); ``context_bounds``
-    (min, max) bounds the final context estimate, or ``None`` to leave it unbounded.
+    ``targets`` are the distributions it is drawn from (``harness.traces.synthetic.targets``:
+    the calibrated ones by default). ``n_turns`` overrides the kind's turn range;
+    ``size_scale`` scales every text size (system prompt, first message, files, tool outputs,
+    patches are not scaled); ``context_bounds`` (min, max) bounds the final context estimate
+    (default: the targets'), or ``None`` to leave it unbounded.
     """
-    if kind not in TURNS_RANGE:
+    if kind not in targets.turns_range:
         raise ValueError(f"unknown rollout kind {kind!r}; expected one of {', '.join(KINDS)}")
     if n_turns is not None and n_turns < 1:
         raise ValueError("n_turns must be >= 1")
     if size_scale <= 0:
         raise ValueError("size_scale must be > 0")
+    bounds = targets.context_bounds if context_bounds is ... else context_bounds
+    plan = _Plan(kind, seed, n_turns, size_scale, bounds, model, rollout_id, targets)
     scale = size_scale
-    rollout = _generate(kind, seed, n_turns, size_scale, scale, context_bounds, model, rollout_id)
-    if context_bounds is not None:
-        low = context_bounds[0]
+    rollout = _generate(plan, scale)
+    if bounds is not None:
+        low = bounds[0]
         for _ in range(6):
             final = rollout.final_context_tokens
             if final >= low:
                 break
             scale *= min(4.0, 1.15 * low / final)
-            rollout = _generate(
-                kind, seed, n_turns, size_scale, scale, context_bounds, model, rollout_id
-            )
+            rollout = _generate(plan, scale)
     return rollout
 
 
-def _generate(
-    kind: str,
-    seed: int,
-    n_turns: int | None,
-    size_scale: float,
-    scale: float,
-    bounds: tuple[int, int] | None,
-    model: str,
-    rollout_id: str | None,
-) -> Rollout:
+@dataclass(frozen=True)
+class _Plan:
+    kind: str
+    seed: int
+    n_turns: int | None
+    size_scale: float
+    bounds: tuple[int, int] | None
+    model: str
+    rollout_id: str | None
+    targets: Targets
+
+
+def _generate(plan: _Plan, scale: float) -> Rollout:
+    kind, seed, size_scale, t = plan.kind, plan.seed, plan.size_scale, plan.targets
     rng = random.Random(seed)
-    repo = Repo(rng, scale, _FILE_SIZES)
-    turns_total = n_turns if n_turns is not None else rng.randint(*TURNS_RANGE[kind])
-    instructions = instructions_text(rng, int(rng.randint(*INSTRUCTIONS_TOKENS) * size_scale))
+    repo = Repo(rng, scale, _file_sizes(t))
+    turns_total = plan.n_turns if plan.n_turns is not None else rng.randint(*t.turns_range[kind])
+    instructions = instructions_text(rng, int(rng.randint(*t.instructions_tokens) * size_scale))
     repo.failing = {
         "bug_fix": 1 + rng.randrange(3),
         "refactor": 0,
         "test_fix": 2 + rng.randrange(11),
     }[kind]
-    first = first_message(rng, repo, kind, int(rng.randint(*FIRST_MESSAGE_TOKENS) * size_scale))
-    max_ctx = bounds[1] if bounds is not None else None
+    first = first_message(rng, repo, kind, int(rng.randint(*t.first_message_tokens) * size_scale))
+    max_ctx = plan.bounds[1] if plan.bounds is not None else None
     context = estimate_tokens(instructions) + estimate_tokens(json.dumps(list(TOOLS)))
     pending_input: list[JSONObject] = first
     wait_ms = 0.0
@@ -371,23 +350,37 @@ def _generate(
         digest = hashlib.sha256(f"{seed}:{kind}:call:{next(ids)}".encode()).hexdigest()
         return f"call_{digest[:24]}"
 
+    def close(outputs: list[OutputSpec]) -> None:
+        turns.append(
+            Turn(
+                index=len(turns),
+                input=tuple(pending_input),
+                output=tuple(outputs),
+                tool_wait_ms=round(wait_ms, 1),
+            )
+        )
+
     for index in range(turns_total):
         context += sum(estimate_item_tokens(i) for i in pending_input)
         left = turns_total - index - 1
         outputs: list[OutputSpec] = []
         if left == 0:  # final answer
-            if rng.random() < REASONING_PROB:
-                outputs.append(_reasoning(rng, repo))
-            outputs.append(_final_message(rng, repo, kind, touched))
-            turns.append(
-                Turn(
-                    index=index,
-                    input=tuple(pending_input),
-                    output=tuple(outputs),
-                    tool_wait_ms=round(wait_ms, 1),
-                )
-            )
+            if rng.random() < t.reasoning_prob:
+                outputs.append(_reasoning(rng, repo, t))
+            outputs.append(_final_message(rng, repo, kind, touched, t.final_message_tokens))
+            close(outputs)
             break
+        # a progress report to the user, who answers (never drawn when the chance is 0, so
+        # version-1 targets give version 1's rollouts)
+        if left >= 3 and t.user_turn_prob > 0 and rng.random() < t.user_turn_prob:
+            if rng.random() < t.reasoning_prob:
+                outputs.append(_reasoning(rng, repo, t))
+            outputs.append(_final_message(rng, repo, kind, touched, t.user_reply_tokens))
+            close(outputs)
+            context += sum(estimate_item_tokens(i) for i in turns[-1].history_outputs())
+            pending_input = [input_message(followup_text(rng, repo))]
+            wait_ms = 0.0
+            continue
         progress = index / max(1, turns_total - 1)
         if left == 1:  # verify before answering
             tools = ["run_tests"]
@@ -396,28 +389,21 @@ def _generate(
             weights = next(w for limit, w in _PHASES[kind] if progress < limit)
             tool = _weighted(rng, weights)
             tools = [tool]
-            if tool in _PARALLEL_OK and rng.random() < PARALLEL_GIVEN_READ_ONLY:
+            if tool in _PARALLEL_OK and rng.random() < t.parallel_given_read_only:
                 tools += [
                     _weighted(rng, {"read_file": 3, "search": 2, "list_dir": 1})
-                    for _ in range(rng.randint(*PARALLEL_CALLS) - 1)
+                    for _ in range(rng.randint(*t.parallel_calls) - 1)
                 ]
-        calls = [_make_call(rng, repo, t, call_id()) for t in tools]
-        if rng.random() < REASONING_PROB:
-            outputs.append(_reasoning(rng, repo))
-        if rng.random() < PREAMBLE_PROB:
+        calls = [_make_call(rng, repo, name, call_id(), t) for name in tools]
+        if rng.random() < t.reasoning_prob:
+            outputs.append(_reasoning(rng, repo, t))
+        if rng.random() < t.preamble_prob:
             outputs.append(OutputSpec.message(preamble_text(calls[0])))
         outputs += [
             OutputSpec.function_call(c.name, json.dumps(c.args, separators=(",", ":")), c.call_id)
             for c in calls
         ]
-        turns.append(
-            Turn(
-                index=index,
-                input=tuple(pending_input),
-                output=tuple(outputs),
-                tool_wait_ms=round(wait_ms, 1),
-            )
-        )
+        close(outputs)
         context += sum(estimate_item_tokens(i) for i in turns[-1].history_outputs())
         # the client runs the tools: outputs for the next turn
         pending_input = []
@@ -430,7 +416,7 @@ def _generate(
                     repo.failing += rng.randint(1, 4)
             elif c.name == "write_file" and c.args["path"] not in touched:
                 touched.append(c.args["path"])
-            cap = TOOL_OUTPUT_MAX_TOKENS
+            cap = t.tool_output_max_tokens
             if max_ctx is not None:
                 remaining = (
                     max_ctx - context - 3000 - sum(estimate_item_tokens(i) for i in pending_input)
@@ -443,26 +429,30 @@ def _generate(
                     "output": execute_call(rng, repo, c, cap),
                 }
             )
-        if left >= 2 and rng.random() < USER_FOLLOWUP_PROB:
+        if left >= 2 and rng.random() < t.user_followup_prob:
             pending_input.append(input_message(followup_text(rng, repo)))
-        wait_ms = max(_tool_wait(rng, c.name) for c in calls)
+        wait_ms = max(_tool_wait(rng, c.name, t) for c in calls)
 
+    meta: JSONObject = {
+        # the label the committed corpus carries (this module's path when it was written)
+        "generator": "harness.traces.generator",
+        # version 1's targets make version 1's rollouts, byte for byte
+        "generator_version": 1 if t == UNCALIBRATED else GENERATOR_VERSION,
+        "repo": repo.package,
+        "size_scale": size_scale,
+        "output_scale": round(scale, 4),
+    }
+    if t not in (CALIBRATED, UNCALIBRATED):
+        meta["targets"] = "custom"
     return Rollout(
-        id=rollout_id or f"gen-{kind}-{seed:016x}",
+        id=plan.rollout_id or f"gen-{kind}-{seed:016x}",
         source="generated",
         agent_kind=kind,
-        model=model,
+        model=plan.model,
         instructions=instructions,
         tools=TOOLS,
         seed=seed,
-        meta={
-            # the label the committed corpus carries (this module's path when it was written)
-            "generator": "harness.traces.generator",
-            "generator_version": GENERATOR_VERSION,
-            "repo": repo.package,
-            "size_scale": size_scale,
-            "output_scale": round(scale, 4),
-        },
+        meta=meta,
         turns=tuple(turns),
     )
 

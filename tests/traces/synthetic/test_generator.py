@@ -20,6 +20,7 @@ from harness.traces.synthetic.generator import (
     generate_corpus,
     generate_rollout,
 )
+from harness.traces.synthetic.targets import UNCALIBRATED
 
 
 @pytest.fixture(scope="module")
@@ -62,11 +63,16 @@ def test_each_kind_is_a_valid_tool_calling_rollout(kind: str) -> None:
     assert low <= len(r.turns) <= high
     assert r.turns[0].tool_wait_ms == 0
     assert [i["role"] for i in r.turns[0].input] == ["user", "user"]
-    # every turn but the last calls tools; the last is a final message
-    assert all(t.function_calls for t in r.turns[:-1])
+    # every turn calls tools but the last (a final message) and the progress reports to the
+    # user, each answered by a user message with no tool time before it
+    replies = [t.index for t in r.turns[:-1] if not t.function_calls]
+    for i in replies:
+        assert r.turns[i].output[-1].type == "message"
+        assert [x["role"] for x in r.turns[i + 1].input] == ["user"]
+        assert r.turns[i + 1].tool_wait_ms == 0
     assert not r.turns[-1].function_calls
     assert r.turns[-1].output[-1].type == "message"
-    assert all(t.tool_wait_ms > 0 for t in r.turns[1:])
+    assert all(t.tool_wait_ms > 0 for t in r.turns[1:] if t.index - 1 not in replies)
     # arguments are JSON objects with exactly the strict schema's keys
     for turn in r.turns:
         for call in turn.function_calls:
@@ -112,25 +118,38 @@ def test_distributions_match_the_documented_ranges(sample: list[Rollout]) -> Non
     lo, hi = INSTRUCTIONS_TOKENS
     assert lo * 0.95 <= stats["instructions_tokens"]["min"]
     assert stats["instructions_tokens"]["max"] <= hi * 1.05
-    assert stats["turns_per_rollout"]["min"] >= 20 and stats["turns_per_rollout"]["max"] <= 80
+    assert stats["turns_per_rollout"]["min"] >= 20 and stats["turns_per_rollout"]["max"] <= 90
     # context grows to 30k-150k by the end
+    assert CONTEXT_BOUNDS is not None
     assert CONTEXT_BOUNDS[0] <= stats["final_context_tokens"]["min"]
     assert stats["final_context_tokens"]["max"] <= CONTEXT_BOUNDS[1]
-    # content-returning tool outputs: median ~600, tail to ~8k
+    # content-returning tool outputs: median ~450 (calibrated), tail past 8k
     reads = stats["tool_output_tokens_excluding_edits"]
-    assert 400 <= reads["p50"] <= 800
-    assert 5000 <= reads["max"] <= 8100
-    # model output per turn: median ~150, tail to ~2k
+    assert 300 <= reads["p50"] <= 700
+    assert 8000 <= reads["max"] <= 24_100
+    # model output per turn: median ~350 with reasoning on most turns, tail to ~8k
     out = stats["output_tokens_per_turn"]
-    assert 100 <= out["p50"] <= 250 and 1000 <= out["max"] <= 2600
-    # tool wait: ~1 s median, p90 ~4 s outside test runs; test runs longer
+    assert 250 <= out["p50"] <= 450 and 2000 <= out["max"] <= 8300
+    # tool wait: sub-second median, seconds at p90, outside test runs; test runs longer
     other, tests = stats["tool_wait_ms_other_turns"], stats["tool_wait_ms_test_turns"]
-    assert 700 <= other["p50"] <= 1500 and 2500 <= other["p90"] <= 6500
+    assert 150 <= other["p50"] <= 700 and 2000 <= other["p90"] <= 6500
     assert tests["p50"] > 2 * other["p50"]
-    # ~15% of tool-calling turns issue 2-4 parallel calls
-    assert 0.09 <= stats["parallel_call_turn_share"] <= 0.22
+    # ~20% of tool-calling turns issue 2-5 parallel calls
+    assert 0.14 <= stats["parallel_call_turn_share"] <= 0.27
     counts = {len(t.function_calls) for r in sample for t in r.turns}
-    assert counts == {0, 1, 2, 3, 4}
+    assert counts == {0, 1, 2, 3, 4, 5}
+    # about one non-final turn in seven answers the user instead of calling tools
+    replies = [not t.function_calls for r in sample for t in r.turns[:-1]]
+    assert 0.08 <= sum(replies) / len(replies) <= 0.22
+
+
+def test_version_1_targets_give_version_1_rollouts() -> None:
+    r = generate_rollout("refactor", 7, targets=UNCALIBRATED)
+    assert r.meta["generator_version"] == 1 and "targets" not in r.meta
+    low, high = UNCALIBRATED.turns_range["refactor"]
+    assert low <= len(r.turns) <= high and (low, high) == (35, 80)
+    assert all(t.function_calls for t in r.turns[:-1])  # version 1 never answers the user
+    assert generate_rollout("refactor", 7).meta["generator_version"] == 2
 
 
 def test_context_grows_monotonically(sample: list[Rollout]) -> None:
