@@ -327,7 +327,16 @@ def tool_main(argv: Sequence[str] | None = None) -> int:
     regenerate.add_argument("--out", default="traces", help="output directory (default: traces)")
     regenerate.add_argument("--seed", type=int, default=corpus.CORPUS_SEED)
     regenerate.add_argument("--stats", action="store_true", help="print corpus statistics as JSON")
+    calibrate = tools.add_parser(
+        "calibration", help="write traces/CALIBRATION.md: the corpus beside real sessions"
+    )
+    calibrate.add_argument(
+        "--reference", action="append", default=[], help="real sessions (wsmode-trace files)"
+    )
+    calibrate.add_argument("--out", default="traces/CALIBRATION.md")
     args = parser.parse_args(argv)
+    if args.tool == "calibration":
+        return _calibration(args.reference, Path(args.out))
     sizes = corpus.write_corpus(args.out, args.seed)
     for name, size in sizes.items():
         print(f"{name}: {size / 1e6:.2f} MB")
@@ -336,6 +345,35 @@ def tool_main(argv: Sequence[str] | None = None) -> int:
 
         stats = corpus.corpus_stats(load_traces(Path(args.out) / "corpus"))
         print(json.dumps(stats, indent=2))
+    return 0
+
+
+def _calibration(reference: Sequence[str], out: Path) -> int:
+    from harness.traces.converters.tracelab import convert_tracelab
+    from harness.traces.format import load_traces
+    from harness.traces.stats import measure
+    from harness.traces.synthetic import corpus
+    from harness.traces.synthetic.calibration import calibration_document
+    from harness.traces.synthetic.targets import CALIBRATED, UNCALIBRATED
+
+    example = Path(__file__).resolve().parents[2] / "tests" / "data" / "tracelab" / "sanitized"
+    references = [("TraceLab examples", measure(convert_tracelab(example / "round_trace.jsonl")))]
+    if reference:
+        real = [r for path in reference for r in load_traces(path)]
+        references.insert(0, ("real sessions", measure(real)))
+    corpora = [
+        (
+            label,
+            measure(
+                r
+                for _, kind, count in corpus.CORPUS_LAYOUT
+                for r in corpus.corpus_rollouts(kind, count, targets=targets)
+            ),
+        )
+        for label, targets in (("calibrated (v2)", CALIBRATED), ("uncalibrated (v1)", UNCALIBRATED))
+    ]
+    out.write_text(calibration_document(references, corpora), encoding="utf-8")
+    print(f"{out}: {len(references)} references, {len(corpora)} corpora")
     return 0
 
 

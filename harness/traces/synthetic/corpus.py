@@ -15,7 +15,7 @@ from typing import Final
 from harness.traces.format import JSONObject, Rollout, dump_rollouts, estimate_tokens
 from harness.traces.synthetic.generator import KINDS, derive_seed, generate_rollout
 from harness.traces.synthetic.multi_agent import to_multi_agent
-from harness.traces.synthetic.targets import UNCALIBRATED
+from harness.traces.synthetic.targets import CALIBRATED, UNCALIBRATED, Targets
 
 __all__ = [
     "CORPUS_LAYOUT",
@@ -35,10 +35,15 @@ CORPUS_LAYOUT: Final = (
 )
 
 
-def corpus_rollouts(kind: str, count: int, seed: int = CORPUS_SEED) -> list[Rollout]:
-    """The committed corpus's rollouts of one kind (``corpus-<kind>-<i>``)."""
+def corpus_rollouts(
+    kind: str, count: int, seed: int = CORPUS_SEED, targets: Targets = CALIBRATED
+) -> list[Rollout]:
+    """The committed corpus's rollouts of one kind (``corpus-<kind>-<i>``); other ``targets``
+    give the same layout drawn from other distributions (the uncalibrated corpus)."""
     return [
-        generate_rollout(kind, derive_seed(seed, kind, i), rollout_id=f"corpus-{kind}-{i:02d}")
+        generate_rollout(
+            kind, derive_seed(seed, kind, i), rollout_id=f"corpus-{kind}-{i:02d}", targets=targets
+        )
         for i in range(count)
     ]
 
