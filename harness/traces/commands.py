@@ -99,6 +99,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=float,
         help="with --count: scale of the prompt, file and tool-output sizes (> 0; default 1.0)",
     )
+    gen.add_argument(
+        "--targets",
+        metavar="FILE",
+        help="with --count: a JSON object of target distributions overriding the calibrated "
+        "ones by field (harness.traces.synthetic.targets.Targets)",
+    )
     gen.set_defaults(handler=_generate)
     val = sub.add_parser("validate", help="load trace files strictly; print a summary")
     val.add_argument("paths", nargs="+", metavar="PATH", help="trace files or directories")
@@ -238,6 +244,7 @@ def _generate(args: argparse.Namespace) -> int:
                 ("--kind", args.kind),
                 ("--turns", args.turns),
                 ("--size-scale", args.size_scale),
+                ("--targets", args.targets),
             )
             if value is not None
         ]
@@ -263,6 +270,13 @@ def _generate(args: argparse.Namespace) -> int:
     if not (math.isfinite(size_scale) and size_scale > 0):
         return fail(f"--size-scale must be a number > 0, got {args.size_scale}")
     kwargs: dict[str, Any] = {"size_scale": size_scale}
+    if args.targets is not None:
+        from harness.traces.synthetic.targets import load_targets
+
+        try:
+            kwargs["targets"] = load_targets(args.targets)
+        except (OSError, ValueError) as exc:
+            return fail(f"--targets: {getattr(exc, 'strerror', None) or exc}")
     if args.turns is not None:  # a fixed length: no context bounds (they would rescale the texts)
         kwargs["n_turns"] = args.turns
         kwargs["context_bounds"] = None

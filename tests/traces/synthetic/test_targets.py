@@ -47,3 +47,26 @@ def test_targets_from_a_json_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown target 'tool_wait_p50'"):
         load_targets(path)
     assert json.loads(json.dumps(CALIBRATED.to_json()))["turns_range"]["refactor"] == [35, 90]
+
+
+def test_traces_generate_takes_a_targets_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main as wsmode
+    from harness.traces.format import load_traces
+
+    targets = tmp_path / "t.json"
+    targets.write_text(json.dumps({"turns_range": {"bug_fix": [4, 4]}, "user_turn_prob": 0}))
+    out = tmp_path / "g.jsonl"
+    args = ["traces", "generate", "--count", "2", "--kind", "bug_fix", "--out", str(out)]
+    assert wsmode([*args, "--targets", str(targets)]) == 0
+    rollouts = load_traces(out)
+    assert [len(r.turns) for r in rollouts] == [4, 4]
+    assert {r.meta["targets"] for r in rollouts} == {"custom"}
+    targets.write_text('{"nope": 1}')
+    assert wsmode([*args, "--targets", str(targets)]) == 2
+    assert wsmode([*args, "--targets", str(tmp_path / "absent.json")]) == 2
+    assert wsmode(["traces", "generate", "--out", str(tmp_path), "--targets", str(targets)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and "unknown target 'nope'" in err[0]
+    assert "No such file" in err[1] and "--targets needs --count" in err[2]
