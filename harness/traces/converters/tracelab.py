@@ -437,7 +437,7 @@ def _rollout_id(session: str) -> str:
     return "tracelab-" + "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in session)
 
 
-def _parent_of(row: Row, sessions: Mapping[str, Any]) -> tuple[str | None, str]:
+def _parent_of(row: Row) -> tuple[str | None, str]:
     """(the parent session of a sub-agent's session, how it was found)."""
     if row.parent is not None:
         return row.parent, "parent_session_id"
@@ -503,7 +503,7 @@ def convert_tracelab(path: str | os.PathLike[str], *, agent_kind: str = "unknown
             "observable generation span (e2e_ms)",
             "text": "synthesized to the recorded token counts (token_shape)",
         }
-        parent, how = _parent_of(ordered[0], by_session)
+        parent, how = _parent_of(ordered[0])
         if parent is not None:
             children.append((session, parent, how))
         state = _Session(f"tracelab:{stem}:{session}", _rollout_id(session), ordered)
