@@ -144,6 +144,9 @@ class Comparison:
     ttft_improvement_pct: float | None
     ttft_improvement_ci95_pct: list[float] | None
     per_rollout: list[tuple[str, float, float]]  # (rollout_id, e2e speedup, model speedup)
+    # the per-pair equal-work verdict (results.work.work_check); the figures above are of its
+    # equal pairs only
+    work: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A `bench.comparisons[]` entry (extra keys allowed by the schema)."""
@@ -160,6 +163,7 @@ class Comparison:
             "ttft_p50_ms": stats.round_or_none(self.ttft_p50_ms, 3),
             "ttft_improvement_ci95_pct": _rl(self.ttft_improvement_ci95_pct, 2),
             "interval_note": interval_note(self.pairs),
+            **({"work": self.work} if self.work is not None else {}),
         }
 
 

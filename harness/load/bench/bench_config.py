@@ -428,13 +428,18 @@ def describe_output_cap(config: BenchConfig) -> str:
 
 def describe_schedule(config: BenchConfig) -> str:
     if config.schedule == "open":
-        return (
+        text = (
             f"open loop, Poisson arrivals at {config.rate_per_s:g} rollouts/s, at most "
             f"{config.concurrency} in flight, latency from the intended start"
         )
-    if config.schedule == "sweep":
-        return "closed-loop sweep over concurrency " + ",".join(map(str, config.sweep_levels))
-    return f"closed loop, concurrency {config.concurrency}"
+    elif config.schedule == "sweep":
+        text = "closed-loop sweep over concurrency " + ",".join(map(str, config.sweep_levels))
+    else:
+        text = f"closed loop, concurrency {config.concurrency}"
+    # how the modes shared the target: a reader of a sequential run must not read it as a mix
+    if config.engine_metrics_url is not None:
+        return text + "; the modes ran one after another (never at once)"
+    return text + "; the modes interleaved (each rollout in every mode, in rotating order)"
 
 
 def describe_bounds(config: BenchConfig) -> str | None:
