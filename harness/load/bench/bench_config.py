@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.bundled import BundledDataMissing, corpus_dir, real_corpus_dir
 from harness.load.core.modes import MODES, Mode, parse_modes
+from harness.load.core.rollout_requests import CALL_CAP_HEADROOM
 from harness.load.core.subagents import families, family_members
 from harness.load.core.target_watch import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
 from harness.load.target_options import LOAD_PATTERN, OUTPUT, TargetOptions
@@ -193,8 +194,9 @@ class BenchConfig(TargetOptions):
         type=float,
         metavar="X",
         help="each turn asks max_output_tokens = its recorded output tokens x this (at least "
-        "16; not with --script, whose output is the recorded one); turns that produced more "
-        "or less are reported",
+        "16; a turn with a recorded call twice that; not with --script, whose output is the "
+        "recorded one); turns that produced more or less are reported, and a call cut anyway "
+        "ends its rollout in every mode (docs/OUTPUT-CAPS.md)",
         alternatives=[
             Alternative(
                 "--no-output-cap",
@@ -316,6 +318,7 @@ class BenchConfig(TargetOptions):
             "turn_timeout_s": self.turn_timeout_s,
             "event_timeout_s": self.event_timeout_s,
             "output_cap_scale": self.output_cap_scale,
+            "output_cap_call_headroom": CALL_CAP_HEADROOM,
             "engine_metrics_url": self.engine_metrics_url,
             "cache_salt": None if self.embedded else self.cache_salt,
         }
@@ -423,7 +426,11 @@ def describe_output_cap(config: BenchConfig) -> str:
     if config.output_cap_scale is None:
         return "no output cap (--no-output-cap: a model generates until it stops)"
     scale = "" if config.output_cap_scale == 1 else f" x{config.output_cap_scale:g}"
-    return f"each turn capped at its recorded output length{scale} (max_output_tokens)"
+    return (
+        f"each turn capped at its recorded output length{scale} (max_output_tokens; a turn "
+        f"with a recorded call x{CALL_CAP_HEADROOM:g}; a call cut anyway ends its rollout in "
+        "every mode)"
+    )
 
 
 def describe_schedule(config: BenchConfig) -> str:

@@ -18,13 +18,20 @@ from harness.transport.exchange import Exchange
 CONTINUE_TEXT = "Continue."
 #: the smallest ``max_output_tokens`` the API accepts
 MIN_OUTPUT_CAP_TOKENS = 16
+#: a turn whose recorded output holds a function call asks this many times its recorded length:
+#: the target's tokenizer may count the call's arguments longer than the recording's, and a cap
+#: must not cut the call it is meant to let through (docs/OUTPUT-CAPS.md)
+CALL_CAP_HEADROOM = 2.0
 
 
 def output_cap_tokens(turn: Turn, scale: float | None) -> int | None:
-    """The `max_output_tokens` a turn asks for: its recorded output tokens x `scale`, at least
-    the API's minimum; None when the cap is lifted."""
+    """The `max_output_tokens` a turn asks for: its recorded output tokens x `scale` (x
+    CALL_CAP_HEADROOM when the recorded output holds a function call), at least the API's
+    minimum; None when the cap is lifted."""
     if scale is None:
         return None
+    if turn.function_calls:
+        scale *= CALL_CAP_HEADROOM
     return max(MIN_OUTPUT_CAP_TOKENS, math.ceil(turn.output_tokens * scale))
 
 
@@ -175,8 +182,6 @@ class RolloutState:
         self.previous_response_id = exchange.response_id
         in_flight = self.rollout.multi_agent is not None  # its calls were answered by inject
         stateless = self.options.mode == "http"
-        if stateless:  # a call cut by max_output_tokens cannot be resent (its arguments are cut)
-            output = [i for i in output if not _cut_call(i)]
         calls = [] if in_flight else [i for i in output if i.get("type") == "function_call"]
         self.emitted_calls = [dict(i) for i in calls]
         self.recorded_calls = turn.call_ids
@@ -188,9 +193,10 @@ class RolloutState:
                     self.history.append(converted)
 
 
-def _cut_call(item: Mapping[str, Any]) -> bool:
+def cut_call(item: Mapping[str, Any]) -> bool:
     """A function call cut short: marked incomplete, or its arguments not whole JSON (a server
-    that truncates at max_output_tokens without saying so)."""
+    that truncates at max_output_tokens without saying so). The replay never answers or resends
+    one: the rollout ends at it, in every mode (rollout_driver)."""
     if item.get("type") != "function_call":
         return False
     if item.get("status") == "incomplete":
