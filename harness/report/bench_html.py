@@ -244,6 +244,11 @@ def _latency_section(modes: Mapping[str, Any]) -> list[str]:
             rows,
         )
     )
+    parts.append(
+        "<p class='note'>ITL: the gap between content events as the client read them; 0 when "
+        "a reply's events arrive in one read (a short HTTP reply often does), where TPOT is the "
+        "decode figure.</p>"
+    )
     return parts
 
 

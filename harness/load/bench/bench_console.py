@@ -235,6 +235,11 @@ def _split_lines(terms: Sequence[Mapping[str, Any]]) -> list[str]:
         )
     total = sum(t["saved_ms_per_rollout"] for t in split)
     lines.append(f"  {'total':<32} {'http':>13} -> {'ws':<11}{total:>10,.0f} ms")
+    if all(t["share"] is None for t in split):
+        lines += legend(
+            "  (no shares: the http -> ws total is a loss, or under 1% of http's model-side "
+            "time, too little to divide)"
+        )
     return lines
 
 
