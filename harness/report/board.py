@@ -65,7 +65,8 @@ def _speedup(row: Row) -> str:
     if lo is not None and hi is not None:
         text += f" [{lo:.2f}–{hi:.2f}]"
     else:
-        text += f" ({row.speedup_pairs} pairs: no interval)"
+        noun = "pair" if row.speedup_pairs == 1 else "pairs"
+        text += f" ({row.speedup_pairs} {noun}: no interval)"
     spread = row.speedup_spread
     if spread is not None and spread.runs > 1:
         text += f" ({spread.low:.2f}–{spread.high:.2f})"

@@ -58,6 +58,10 @@ def corpus_traces(name: str) -> str:
 
 
 WORKLOAD = "workload"
+#: `--sampling exact`: temperature 0 where the recorded turn allows (a reasoning model as
+#: recorded refuses it); `target`: the target's own sampling
+EXACT_SAMPLING = "exact"
+SAMPLINGS = (EXACT_SAMPLING, "target")
 #: the ablation variant the embedded server's default run adds (harness.load.bench.variants)
 NOCACHE_VARIANT = "ws-nocache"
 
@@ -205,6 +209,25 @@ class BenchConfig(TargetOptions):
             )
         ],
     )
+    # what a sampling model needs for its modes to answer alike (docs/OUTPUT-CAPS.md)
+    sampling: str = option(
+        EXACT_SAMPLING,
+        "--sampling",
+        group=WORKLOAD,
+        choices=SAMPLINGS,
+        help="without a script: exact sends temperature 0 where the recorded turn allows (not "
+        "to a reasoning model as recorded, which refuses it), so the modes of a sampling "
+        "model answer alike; target leaves the target's own sampling",
+    )
+    sampling_seed: int | None = option(
+        None,
+        "--sampling-seed",
+        group=WORKLOAD,
+        type=int,
+        metavar="N",
+        help="also send seed N with every create (a target that honours it, such as vLLM; the "
+        "OpenAI API refuses the field)",
+    )
     concurrency: int = option(
         4,
         "--concurrency",
@@ -289,6 +312,17 @@ class BenchConfig(TargetOptions):
     def effective_send_script(self) -> bool:
         return self.embedded if self.send_script is None else self.send_script
 
+    def sampling_json(self) -> dict[str, Any] | None:
+        """What the run adds to each create for its sampling (None: nothing; with a script)."""
+        if self.effective_send_script:
+            return None
+        fields: dict[str, Any] = {}
+        if self.sampling == EXACT_SAMPLING:
+            fields["temperature"] = 0.0
+        if self.sampling_seed is not None:
+            fields["seed"] = self.sampling_seed
+        return fields or None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "target": self.target,
@@ -319,6 +353,7 @@ class BenchConfig(TargetOptions):
             "event_timeout_s": self.event_timeout_s,
             "output_cap_scale": self.output_cap_scale,
             "output_cap_call_headroom": CALL_CAP_HEADROOM,
+            "sampling": self.sampling_json(),
             "engine_metrics_url": self.engine_metrics_url,
             "cache_salt": None if self.embedded else self.cache_salt,
         }
@@ -431,6 +466,23 @@ def describe_output_cap(config: BenchConfig) -> str:
         f"with a recorded call x{CALL_CAP_HEADROOM:g}; a call cut anyway ends its rollout in "
         "every mode)"
     )
+
+
+def describe_sampling(config: BenchConfig) -> str | None:
+    """What the run adds to each create for sampling, in words (None with a script)."""
+    fields = config.sampling_json()
+    if config.effective_send_script:
+        return None
+    if not fields:
+        return "sampling: the target's own (--sampling target)"
+    words = []
+    if "temperature" in fields:
+        words.append(
+            "temperature 0 where the recorded turn allows (not to a reasoning model as recorded)"
+        )
+    if "seed" in fields:
+        words.append(f"seed {fields['seed']}")
+    return "sampling: " + ", ".join(words) + ", so the modes of a sampling model answer alike"
 
 
 def describe_schedule(config: BenchConfig) -> str:

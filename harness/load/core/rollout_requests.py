@@ -35,6 +35,22 @@ def output_cap_tokens(turn: Turn, scale: float | None) -> int | None:
     return max(MIN_OUTPUT_CAP_TOKENS, math.ceil(turn.output_tokens * scale))
 
 
+def sampling_fields(rollout: Rollout, options: ReplayOptions) -> dict[str, Any]:
+    """`temperature` and `seed` for an unscripted create, where the recorded turn allows: not
+    when the request names the rollout's own model and that model reasons (its recorded output
+    has reasoning items: a reasoning model refuses `temperature`); a scripted replay needs none
+    (its output is the recorded one)."""
+    if options.send_script:
+        return {}
+    fields: dict[str, Any] = {}
+    reasons = any(o.type == "reasoning" for t in rollout.turns for o in t.output)
+    if options.temperature is not None and not (options.model is None and reasons):
+        fields["temperature"] = options.temperature
+    if options.sampling_seed is not None:
+        fields["seed"] = options.sampling_seed
+    return fields
+
+
 def reproduces(items: Sequence[Mapping[str, Any]], specs: Sequence[OutputSpec]) -> bool:
     """True when the emitted output items are exactly the recorded ones (the tool outputs a
     multi-agent response lists are the client's own, not the model's)."""
@@ -147,6 +163,7 @@ class RolloutState:
         cap = None if opts.send_script else output_cap_tokens(turn, opts.output_cap_scale)
         if cap is not None:
             body["max_output_tokens"] = cap
+        body.update(sampling_fields(self.rollout, opts))
         if opts.mode == "http":
             body["input"] = [*self.history, *answers.items]
             if opts.include_reasoning:
