@@ -88,7 +88,7 @@ def _marks(row: Row) -> str:
         marks.append(f"{unequal} unequal pair{'s' if unequal > 1 else ''}")
     if row.fewer_turns_than is not None:
         marks.append(f"{row.ok_turns} ok turns (another row: {row.fewer_turns_than})")
-    return "; ".join(marks) if marks else f"ok: {row.ok_turns} turns, none failed"
+    return "; ".join(marks) if marks else f"ok: {row.ok_turns} turns (all modes), none failed"
 
 
 def _flagged(row: Row) -> bool:
@@ -331,7 +331,8 @@ def _reading() -> str:
         "bootstrap 95% interval (from 5 pairs on), over the rollout pairs that did equal work "
         "(same turns, input per turn within 5%; their count beside it), shown as unequal work "
         "when the ws turns carried far less input than the http ones. Failures, work: the "
-        "rollouts that failed, the unequal pairs, and ok turns fewer than another row's. "
+        "rollouts that failed (of all replayed, every mode), the unequal pairs, and ok turns "
+        "(every mode) fewer than another row's. "
         "Conformance is the latest certify run of the "
         "same implementation: MUST and SHOULD cases passed of those run (not-applicable cases "
         "left out). Failed runs are marked, not counted."
