@@ -244,6 +244,11 @@ def _latency_section(modes: Mapping[str, Any]) -> list[str]:
             rows,
         )
     )
+    parts.append(
+        "<p class='note'>ITL: the gap between content events as the client read them; 0 when "
+        "a reply's events arrive in one read (a short HTTP reply often does), where TPOT is the "
+        "decode figure.</p>"
+    )
     return parts
 
 
@@ -256,6 +261,7 @@ def _comparison_section(comps: Sequence[Mapping[str, Any]]) -> list[str]:
                 [
                     "mode",
                     "pairs",
+                    "equal work",
                     "speedup e2e (median)",
                     "95% CI",
                     "speedup model-side",
@@ -268,6 +274,7 @@ def _comparison_section(comps: Sequence[Mapping[str, Any]]) -> list[str]:
                     [
                         c["mode"],
                         c.get("pairs"),
+                        _equal_work(c),
                         c["speedup_median"],
                         _ci(c.get("ci95")),
                         c.get("model_speedup_median"),
@@ -283,9 +290,22 @@ def _comparison_section(comps: Sequence[Mapping[str, Any]]) -> list[str]:
         parts.append(
             "<p class='note'>Speedup: per-rollout ratio e2e(http) / e2e(mode), median with a "
             "seeded percentile-bootstrap 95% interval; model-side leaves the recorded tool time "
-            "out (API + inference only).</p>"
+            "out (API + inference only); both over the rollout pairs that did equal work "
+            "(equal work: same turns, input per turn within the tolerance, of all ok pairs).</p>"
         )
+        parts += [
+            f"<p class='note'>UNEQUAL PAIRS: {escape(c['work']['message'])}</p>"
+            for c in comps
+            if isinstance(c.get("work"), Mapping) and c["work"].get("message")
+        ]
     return parts
+
+
+def _equal_work(comp: Mapping[str, Any]) -> str:
+    work = comp.get("work")
+    if not isinstance(work, Mapping):
+        return "-"
+    return f"{work['equal_pairs']} of {work['pairs']}"
 
 
 def _ttft_section(

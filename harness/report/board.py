@@ -65,11 +65,34 @@ def _speedup(row: Row) -> str:
     if lo is not None and hi is not None:
         text += f" [{lo:.2f}–{hi:.2f}]"
     else:
-        text += f" ({row.speedup_pairs} pairs: no interval)"
+        noun = "pair" if row.speedup_pairs == 1 else "pairs"
+        text += f" ({row.speedup_pairs} {noun}: no interval)"
     spread = row.speedup_spread
     if spread is not None and spread.runs > 1:
         text += f" ({spread.low:.2f}–{spread.high:.2f})"
+    if row.work_pairs:
+        text += f" · {row.equal_pairs} of {row.work_pairs} pairs equal work"
     return text
+
+
+def _marks(row: Row) -> str:
+    """What the row's figures rest on and what failed: ok turns, failed rollouts, unequal
+    pairs ('ok' when nothing did)."""
+    if not row.rollouts:
+        return "—"
+    marks = []
+    if row.failed_rollouts:
+        marks.append(f"{row.failed_rollouts} of {row.rollouts} rollouts failed")
+    unequal = row.work_pairs - row.equal_pairs
+    if unequal:
+        marks.append(f"{unequal} unequal pair{'s' if unequal > 1 else ''}")
+    if row.fewer_turns_than is not None:
+        marks.append(f"{row.ok_turns} ok turns (another row: {row.fewer_turns_than})")
+    return "; ".join(marks) if marks else f"ok: {row.ok_turns} turns (all modes), none failed"
+
+
+def _flagged(row: Row) -> bool:
+    return bool(row.failed_rollouts or row.work_pairs != row.equal_pairs or row.fewer_turns_than)
 
 
 def _certificate_marks(run: Run) -> str:
@@ -114,10 +137,11 @@ _COLUMNS = (
     "Turn e2e p50",
     "Rollout e2e p50",
     "WS speedup (95% CI)",
+    "Failures, work",
     "Conformance",
     "Runs",
 )
-_NUMERIC = frozenset({0, 2, 3, 4, 5, 6, 7, 9})
+_NUMERIC = frozenset({0, 2, 3, 4, 5, 6, 7, 10})
 
 
 def _cells(row: Row) -> list[str]:
@@ -131,6 +155,7 @@ def _cells(row: Row) -> list[str]:
         _ms(row.turn_p50),
         _ms(row.rollout_p50),
         _speedup(row),
+        _marks(row),
         _conformance(row),
         _runs(row),
     ]
@@ -168,6 +193,8 @@ def _row_html(row: Row) -> list[str]:
         klass = "num" if i in _NUMERIC else "conf" if _COLUMNS[i] == "Conformance" else ""
         if cell in ("unequal work",) or cell.startswith("missing:"):
             klass += " flag"
+        if _COLUMNS[i] == "Failures, work" and _flagged(row):
+            klass += " flag"
         attr = f' class="{klass.strip()}"' if klass.strip() else ""
         title = ""
         if _COLUMNS[i].startswith("WS speedup") and row.unequal_work:
@@ -199,6 +226,21 @@ def _group_notes(group: Group) -> list[str]:
     for row in group.rows:
         if row.unequal_work:
             notes.append(f"{row.target}: {row.unequal_work}.")
+        if row.failed_rollouts:
+            notes.append(
+                f"{row.target}: {row.failed_rollouts} of {row.rollouts} rollouts failed; its "
+                "figures rest on the others (the raw files name each error)."
+            )
+        if row.unequal_pairs:
+            notes.append(
+                f"{row.target}: {len(row.unequal_pairs)} of {row.work_pairs} rollout pairs did "
+                "not do equal work, left out of its speedup: " + "; ".join(row.unequal_pairs) + "."
+            )
+        if row.fewer_turns_than is not None:
+            notes.append(
+                f"{row.target}: rests on {row.ok_turns} ok turns, fewer than another row's "
+                f"{row.fewer_turns_than}."
+            )
         for run in row.failed_runs:
             notes.append(f"{row.target}: run {run.result['label']} failed ({run.failure}).")
     return notes
@@ -282,10 +324,16 @@ def _reading() -> str:
         "concurrency): rows are compared within a table only. Ranked by time to first token, "
         f"median, in {RANK_MODE} mode. A latency is read from the row's runs merged; in "
         "parentheses the min–max of the same figure run by run (a tail percentile of small runs "
-        "can lie outside it: merged, more samples reach further into the tail). The speedup is "
+        "can lie outside it: merged, more samples reach further into the tail). ITL is the gap "
+        "between content events as the client read them: 0 when a reply's events arrive in one "
+        "read. The speedup is "
         f"the median per-rollout end-to-end ratio {SPEEDUP_BASELINE}/{RANK_MODE} with a "
-        "bootstrap 95% interval (from 5 pairs on), shown as unequal work when the ws turns "
-        "carried far less input than the http ones. Conformance is the latest certify run of the "
+        "bootstrap 95% interval (from 5 pairs on), over the rollout pairs that did equal work "
+        "(same turns, input per turn within 5%; their count beside it), shown as unequal work "
+        "when the ws turns carried far less input than the http ones. Failures, work: the "
+        "rollouts that failed (of all replayed, every mode), the unequal pairs, and ok turns "
+        "(every mode) fewer than another row's. "
+        "Conformance is the latest certify run of the "
         "same implementation: MUST and SHOULD cases passed of those run (not-applicable cases "
         "left out). Failed runs are marked, not counted."
     )

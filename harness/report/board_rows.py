@@ -11,6 +11,11 @@
   bootstrap 95 % interval from MIN_INTERVAL_PAIRS pairs on (fewer: the median alone, and why).
   A run whose ws turns carried far less input than its http turns (`results.work`) is flagged
   *unequal work*: its speedup is not a saving, so the row shows the flag instead of a figure.
+  Below that, every rollout pair is judged on its own (`results.work.work_check`): pairs whose
+  input per turn differs beyond the tolerance, or that ran fewer turns, are named and left out
+  of the speedup, and the count of equal-work pairs stands beside it.
+- **Marks.** A row says what failed: its failed rollouts (of all replayed), its unequal pairs,
+  and its ok turns when they are fewer than another row's of the same group.
 - **Conformance.** Joined by identity: the latest certify run of the same canonical name; a
   certificate of another version than the measured one, or none at all, is shown as missing
   with the reason.
@@ -35,7 +40,7 @@ from harness.results.schema import (
     parse_time,
     ttft_definition,
 )
-from harness.results.work import unequal_work
+from harness.results.work import equal_work_records, unequal_work, work_check
 from harness.results.workload import (
     describe_workload,
     latency_kind,
@@ -99,6 +104,33 @@ class Run:
             return str(flag["message"]) if flag else None
         return None
 
+    def work(self) -> dict[str, Any] | None:
+        """The per-pair equal-work verdict of ws vs http: as recorded, else judged from the
+        samples (older files); None for a run with no rollout pairs."""
+        if self.kind != "bench":
+            return None
+        payload = latency_payload(self.result)
+        for comp in payload.get("comparisons", []):
+            pair = (comp.get("baseline_mode"), comp.get("mode"))
+            if pair == (SPEEDUP_BASELINE, RANK_MODE) and isinstance(comp.get("work"), Mapping):
+                return dict(comp["work"])
+        rollouts = payload.get("rollouts") or []
+        if not rollouts:
+            return None
+        return work_check(rollouts, payload["samples"], SPEEDUP_BASELINE, RANK_MODE)
+
+    def rollout_counts(self) -> tuple[int, int]:
+        """(failed rollouts, rollouts replayed) over every mode of a latency run."""
+        if self.kind == "certify":
+            return 0, 0
+        rollouts = latency_payload(self.result).get("rollouts") or []
+        return sum(1 for r in rollouts if not r.get("ok")), len(rollouts)
+
+    def ok_turns(self) -> int:
+        if self.kind == "certify":
+            return 0
+        return sum(1 for s in latency_payload(self.result)["samples"] if s.get("ok"))
+
 
 @dataclasses.dataclass
 class Spread:
@@ -127,6 +159,13 @@ class Row:
     speedup_pairs: int = 0
     speedup_spread: Spread | None = None
     unequal_work: str | None = None  # the flag's message: the speedup is not ranked
+    work_pairs: int = 0  # rollout pairs judged (ws vs http, ok in both)
+    equal_pairs: int = 0
+    unequal_pairs: list[str] = dataclasses.field(default_factory=list)  # each named
+    failed_rollouts: int = 0
+    rollouts: int = 0
+    ok_turns: int = 0
+    fewer_turns_than: int | None = None  # the group's most ok turns, when this row has fewer
     conformance: dict[str, Any] | None = None
     conformance_missing: str | None = None  # why no certificate is shown
 
@@ -183,6 +222,9 @@ def build_board(runs: Sequence[Run], *, seed: int = 0) -> Board:
             fill_row(row, seed=seed)
             join_conformance(row, certify.get(row.target, []))
             measured.add(row.target)
+        most = max((row.ok_turns for row in rows.values()), default=0)
+        for row in rows.values():
+            row.fewer_turns_than = most if row.ok_turns < most else None
         kind, description = kinds[key]
         groups.append(Group(key, kind, description, rank(list(rows.values()))))
     groups.sort(key=lambda g: (g.kind, -len(g.rows), g.description))
@@ -255,11 +297,47 @@ def fill_row(row: Row, *, seed: int = 0) -> None:
     ):
         if metric in merged and merged[metric].count and per_run[key]:
             setattr(row, attr, _spread(per_run[key], merged[metric].percentile_ms(50)))
+    for run in [*row.bench_runs, *row.failed_runs]:
+        failed, total = run.rollout_counts()
+        row.failed_rollouts += failed
+        row.rollouts += total
+        row.ok_turns += run.ok_turns()
     _fill_speedup(row, seed)
+
+
+def _equal_payload(run: Run, row: Row) -> dict[str, Any]:
+    """The run's payload without its unequal pairs (counted and named on `row`)."""
+    payload = latency_payload(run.result)
+    check = run.work()
+    if check is None:
+        return payload
+    row.work_pairs += int(check["pairs"])
+    row.equal_pairs += int(check["equal_pairs"])
+    label = run.result.get("label")
+    for pair in check["unequal"]:
+        ratio = pair.get("ratio")
+        turns = (pair["mode_turns"], pair["baseline_turns"])
+        what = (
+            f"{turns[0]} vs {turns[1]} turns"
+            if turns[0] != turns[1]
+            else f"input/turn {RANK_MODE}/{SPEEDUP_BASELINE} {ratio:.2f}"
+            if ratio is not None
+            else "input not comparable"
+        )
+        row.unequal_pairs.append(f"{pair['rollout_id']} ({label}: {what})")
+    rollouts, samples = equal_work_records(
+        payload.get("rollouts") or [],
+        payload["samples"],
+        SPEEDUP_BASELINE,
+        RANK_MODE,
+        check["unequal"],
+    )
+    return {**payload, "rollouts": rollouts, "samples": samples}
 
 
 def _fill_speedup(row: Row, seed: int) -> None:
     flags = [flag for r in row.bench_runs if (flag := r.unequal_work())]
+    equal_payloads = {id(r): _equal_payload(r, row) for r in row.bench_runs}
     if flags:
         row.unequal_work = flags[0]
         return
@@ -268,7 +346,7 @@ def _fill_speedup(row: Row, seed: int) -> None:
     for run in row.bench_runs:
         if run.kind != "bench":
             continue
-        pairs = paired_speedups(latency_payload(run.result), SPEEDUP_BASELINE, RANK_MODE)
+        pairs = paired_speedups(equal_payloads[id(run)], SPEEDUP_BASELINE, RANK_MODE)
         if pairs:
             ratios += pairs
             run_speedups.append(stats.median(pairs))

@@ -15,6 +15,7 @@ from harness.report import board, gate, gate_micro
 from harness.report.gate_text import render_markdown, render_text
 from harness.results.schema import ResultsSchemaError, dumps_result, load_result, ttft_definition
 from harness.results.store import list_results
+from harness.results.work import equal_pairs_note
 from harness.results.workload import describe_workload, latency_payload
 from harness.usage import usage_error
 
@@ -235,6 +236,7 @@ def render_summary(result: Mapping[str, Any]) -> str:
                 f"speedup {c['mode']} vs {c['baseline_mode']}: "
                 + ("—" if median is None else f"{median:.3f}×")
                 + ("" if ci[0] is None else f" (95% CI {ci[0]:.3f}–{ci[1]:.3f})")
+                + (f"; {equal_pairs_note(c['work'])}" if c.get("work") else "")
             )
         lines.append(f"{len(bench['samples'])} turn samples, {len(bench['rollouts'])} rollouts")
     else:

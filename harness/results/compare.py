@@ -33,7 +33,9 @@ measured model-side times and the recorded tool time. It explains why an "agent 
 (f → 0, fast tools) and an end-to-end figure with real tool waits (f = 1) differ so much.
 
 The three add up to http - ws exactly (means are additive; medians are not). Shares are given
-only when ws saves time overall (a share of a loss, or of nothing, means nothing). Each
+only when ws saves time overall, by at least `MIN_SHARE_SAVING` of http's model-side time (a
+share of a loss, or of nearly nothing, means nothing: a 20 ms term of a 1.4 ms total read
+"1382 %"). Each
 optimization's share comes from switching it off in turn (`ws-no-<flag>` variants): its mean
 paired slowdown over ws, as a fraction of the total http - ws saving.
 """
@@ -62,6 +64,10 @@ def interval_note(pairs: int) -> str | None:
     noun = "pair" if pairs == 1 else "pairs"
     return f"{pairs} {noun}: too few for an interval (needs {MIN_INTERVAL_PAIRS})"
 
+
+#: the http -> ws saving, as a fraction of http's mean model-side time per rollout, under
+#: which no share of it is given
+MIN_SHARE_SAVING = 0.01
 
 LADDER = ("http", "http-chained", "ws-nocache", "ws")
 SPLIT_TERMS = (
@@ -144,6 +150,9 @@ class Comparison:
     ttft_improvement_pct: float | None
     ttft_improvement_ci95_pct: list[float] | None
     per_rollout: list[tuple[str, float, float]]  # (rollout_id, e2e speedup, model speedup)
+    # the per-pair equal-work verdict (results.work.work_check); the figures above are of its
+    # equal pairs only
+    work: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A `bench.comparisons[]` entry (extra keys allowed by the schema)."""
@@ -160,6 +169,7 @@ class Comparison:
             "ttft_p50_ms": stats.round_or_none(self.ttft_p50_ms, 3),
             "ttft_improvement_ci95_pct": _rl(self.ttft_improvement_ci95_pct, 2),
             "interval_note": interval_note(self.pairs),
+            **({"work": self.work} if self.work is not None else {}),
         }
 
 
@@ -275,6 +285,17 @@ def _mean_saving(rollouts: Sequence[Mapping[str, Any]], a: str, b: str) -> tuple
     return statistics.fmean(x - y for _, x, y in pairs), len(pairs)
 
 
+def share_base(rollouts: Sequence[Mapping[str, Any]], reference: str = "ws") -> float | None:
+    """The http -> `reference` saving that shares are taken of, or None when it is a loss or
+    too small a part of http's model-side time to divide (`MIN_SHARE_SAVING`)."""
+    pairs = paired_values(rollouts, "http", reference, "model_ms")
+    if not pairs:
+        return None
+    total = statistics.fmean(x - y for _, x, y in pairs)
+    http_mean = statistics.fmean(x for _, x, _ in pairs)
+    return total if total > 0 and total >= MIN_SHARE_SAVING * http_mean else None
+
+
 def speedup_split(rollouts: Sequence[Mapping[str, Any]]) -> list[Term]:
     """The telescoping split of http - ws over the ladder modes present (module docstring).
 
@@ -285,7 +306,7 @@ def speedup_split(rollouts: Sequence[Mapping[str, Any]]) -> list[Term]:
     present = {str(r.get("mode")) for r in rollouts}
     if "http" not in present or "ws" not in present:
         return []
-    total, _ = _mean_saving(rollouts, "http", "ws")
+    total = share_base(rollouts)
     names = {(a, b): name for name, a, b in SPLIT_TERMS}
     ladder = [m for m in LADDER if m in present]
     out = []
@@ -293,7 +314,7 @@ def speedup_split(rollouts: Sequence[Mapping[str, Any]]) -> list[Term]:
         i, j = LADDER.index(a), LADDER.index(b)
         name = " + ".join(names[(LADDER[k], LADDER[k + 1])] for k in range(i, j))
         saved, n = _mean_saving(rollouts, a, b)
-        share = saved / total if saved is not None and total and total > 0 else None
+        share = saved / total if saved is not None and total else None
         out.append(Term(name, a, b, saved, share, n))
     return out
 
@@ -318,7 +339,7 @@ def ablation_rows(
     reference: str = "ws",
 ) -> list[AblationRow]:
     """One row per `variant -> flag switched off`, measured against `reference`."""
-    total, _ = _mean_saving(rollouts, "http", reference)
+    total = share_base(rollouts, reference)
     ref_ttft = _ok_values(samples, reference, "ttft_ms")
     ref_p50 = stats.median(ref_ttft) if ref_ttft else None
     rows = []
@@ -332,7 +353,7 @@ def ablation_rows(
                 variant,
                 flag,
                 slow,
-                slow / total if slow is not None and total and total > 0 else None,
+                slow / total if slow is not None and total else None,
                 p50,
                 p50 - ref_p50 if p50 is not None and ref_p50 is not None else None,
                 n,

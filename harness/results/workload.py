@@ -8,8 +8,14 @@ by workload and never pools across groups.
 
 The identity leaves out what changes the sample size but not the work (seeds, repeats, duration
 limits) and what names the target (that is the implementation's identity, `results.identity`).
+It keeps every flag that changes what is sent: the output cap (`output_cap`: the scale of each
+turn's recorded length and the headroom a recorded call gets; None when no `max_output_tokens`
+is sent, as with a script), the codex-style prewarm, the sampling fields a replay adds
+(`sampling`). A capped run and an uncapped one are different workloads: the board never ranks
+them together and the gate refuses to compare them.
 Writers record it as `result["workload"]`; for a file written before that, it is derived from
-the run's `config` the same way, so old and new files group alike. Before results had a `load`
+the run's `config` the same way, so old and new files group alike. A recorded identity that
+predates a field gets it derived from its config too (`SENT_FIELDS`). Before results had a `load`
 kind, `wsmode load` wrote `bench` files with `config.command == "load"`: `latency_kind` reads
 those as the load results they are.
 """
@@ -38,7 +44,14 @@ _WORDS = {
     "max_rollouts": "max rollouts",
     "time_scale": "time scale",
     "send_script": "scripted output",
+    "output_cap": "output cap",
+    "prewarm": "prewarm",
+    "sampling": "sampling",
 }
+#: the fields added after identities were first recorded: filled from an older file's config
+SENT_FIELDS = ("output_cap", "prewarm", "sampling")
+#: the headroom a recorded call's turn got before it was recorded in config (none: x1)
+_OLD_CALL_HEADROOM = 1.0
 
 
 def latency_kind(result: Mapping[str, Any]) -> str:
@@ -88,6 +101,7 @@ def bench_workload(config: Mapping[str, Any], profile: str | None) -> dict[str, 
     if config.get("sweep_levels") is not None:
         schedule["levels"] = list(config["sweep_levels"])
     return {
+        **_sent_fields(config),
         "source": "corpus",
         "corpus": _corpus_name(traces),
         "rollouts": _digest(config.get("rollouts")),
@@ -100,6 +114,20 @@ def bench_workload(config: Mapping[str, Any], profile: str | None) -> dict[str, 
         "concurrency": config.get("concurrency"),
         "schedule": schedule,
         "profile": profile,
+    }
+
+
+def _sent_fields(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What a bench run's flags change in the requests: the cap, the prewarm, the sampling."""
+    scale = config.get("output_cap_scale")
+    cap = None
+    if scale is not None and not config.get("send_script"):
+        headroom = config.get("output_cap_call_headroom", _OLD_CALL_HEADROOM)
+        cap = {"scale": scale, "call_headroom": headroom}
+    return {
+        "output_cap": cap,
+        "prewarm": bool(config.get("prewarm")),
+        "sampling": config.get("sampling"),
     }
 
 
@@ -128,9 +156,13 @@ def load_workload(modes: Mapping[str, Mapping[str, Any]], profile: str | None) -
 def workload_of(result: Mapping[str, Any]) -> dict[str, Any]:
     """The recorded workload identity, or the one derived from an older file's config."""
     recorded = result.get("workload")
-    if isinstance(recorded, Mapping) and recorded:
-        return dict(recorded)
     config = result.get("config") or {}
+    if isinstance(recorded, Mapping) and recorded:
+        workload = dict(recorded)
+        if workload.get("source") == "corpus":
+            for key, value in _sent_fields(config).items():
+                workload.setdefault(key, value)
+        return workload
     if latency_kind(result) == "load":
         return load_workload(config.get("modes") or {}, result.get("profile"))
     workload = bench_workload(config, result.get("profile"))
@@ -148,6 +180,9 @@ def workload_key(result: Mapping[str, Any]) -> str:
 
 
 def _value(value: Any) -> str:
+    if isinstance(value, Mapping) and set(value) == {"scale", "call_headroom"}:  # output cap
+        scale, headroom = value["scale"], value["call_headroom"]
+        return f"x{scale:g} of the recorded length (a call's turn x{headroom:g})"
     if isinstance(value, Mapping):
         if set(value) <= {"kind", "rate_per_s", "levels"}:  # a schedule
             words = [f"{value.get('kind')} loop"]
@@ -161,6 +196,8 @@ def _value(value: Any) -> str:
         return ",".join(map(str, value))
     if isinstance(value, bool):
         return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
     return "—" if value is None else str(value)
 
 
@@ -170,7 +207,10 @@ def describe_workload(result: Mapping[str, Any]) -> str:
     parts = [latency_kind(result)]
     for key, word in _WORDS.items():
         value = workload.get(key)
-        if value in (None, [], {}) or key == "rollouts":
+        if key == "output_cap" and value is None and workload.get("source") == "corpus":
+            parts.append("no output cap")  # shown: capped and uncapped are different work
+            continue
+        if value in (None, [], {}) or key == "rollouts" or (key == "prewarm" and not value):
             continue
         parts.append(f"{word} {_value(value)}")
     if workload.get("rollouts"):

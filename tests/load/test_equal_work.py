@@ -159,8 +159,8 @@ def test_bench_variants_against_one_target_never_share_a_cached_prefix(
         max_turns=2,
         modes=("ws", "http"),
         send_script=False,
-        # uncapped: a call cut at its cap is not resent over http (its arguments are cut
-        # JSON), so capped turns would differ between the modes by that call's tokens
+        # uncapped: the simulated engine's own calls would be cut by caps from the recorded
+        # lengths, ending the rollouts at turn 0 (docs/OUTPUT-CAPS.md)
         output_cap_scale=None,
         out=str(tmp_path),
         html=False,

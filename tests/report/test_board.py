@@ -309,3 +309,36 @@ def test_a_gateway_row_counts_cases_run_and_names_its_upstream(synth: Any, tmp_p
     board = tmp_path / "board"
     write_board([tmp_path / "results"], board, title="t")
     assert "(upstream: wsmode serve)" in (board / "leaderboard.md").read_text(encoding="utf-8")
+
+
+def test_the_board_marks_unequal_pairs_failed_rollouts_and_fewer_turns(
+    synth: Any, tmp_path: Path
+) -> None:
+    """One ws rollout of five carries 30 % more input: named, left out of the speedup, the
+    equal-pair count beside it; a failed rollout and a row on fewer turns are marked too, in
+    leaderboard.md and index.html."""
+    diverging = synth.bench(target="alpha", rollouts=5, turns=4, label="diverging")
+    for sample in diverging["bench"]["samples"]:
+        if sample["mode"] == "ws" and sample["rollout_id"] == "r004":
+            sample["context_tokens"] = round(sample["context_tokens"] * 1.3)
+    short = synth.bench(target="beta", rollouts=5, turns=3, label="short")
+    short["bench"]["rollouts"][0]["ok"] = False
+    paths = []
+    for name, result in (("a", diverging), ("b", short)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(result))
+        paths.append(path)
+    rows = {r.target: r for r in write_board(paths, tmp_path / "board")}
+    alpha, beta = rows["alpha"], rows["beta"]
+    assert (alpha.work_pairs, alpha.equal_pairs) == (5, 4)
+    assert alpha.unequal_pairs and alpha.unequal_pairs[0].startswith("r004")
+    assert alpha.speedup_pairs == 4  # r004 left out
+    assert (beta.failed_rollouts, beta.rollouts) == (1, 10)
+    assert beta.fewer_turns_than == alpha.ok_turns and beta.ok_turns < alpha.ok_turns
+    markdown = (tmp_path / "board" / "leaderboard.md").read_text()
+    page = (tmp_path / "board" / "index.html").read_text()
+    for text in (markdown, page):
+        assert "4 of 5 pairs equal work" in text
+        assert "1 unequal pair" in text and "r004" in text
+        assert "1 of 10 rollouts failed" in text
+        assert f"rests on {beta.ok_turns} ok turns, fewer than another row" in text

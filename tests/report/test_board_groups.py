@@ -166,3 +166,18 @@ def test_a_file_with_comparisons_only_shows_their_interval_from_enough_pairs(
         (row,) = build_rows(load_runs([path]))
         assert row.speedup is not None and row.speedup_pairs == pairs
         assert (row.speedup[1] is not None) is (pairs >= 5)
+
+
+def test_capped_and_uncapped_runs_are_tables_of_their_own(synth: Any, tmp_path: Path) -> None:
+    paths = []
+    for name, scale in (("capped", 1.0), ("uncapped", None)):
+        result = synth.bench(target=name, rollouts=5)
+        result["config"] = {**result["config"], "send_script": False, "output_cap_scale": scale}
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(result))
+        paths.append(path)
+    board = build_board(load_runs(paths))
+    assert len(board.groups) == 2
+    descriptions = sorted(g.description for g in board.groups)
+    assert any("no output cap" in d for d in descriptions)
+    assert any("output cap x1 of the recorded length" in d for d in descriptions)

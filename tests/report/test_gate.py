@@ -24,6 +24,7 @@ from harness.report.gate import (
 from harness.report.gate_text import render_markdown
 from harness.results import stats
 from harness.results.schema import dumps_result, load_result
+from harness.results.workload import workload_of
 
 
 def _write(tmp_path: Path, name: str, result: dict[str, Any]) -> str:
@@ -368,3 +369,22 @@ def test_gate_refuses_unlike_kinds_in_one_line(synth: Any, tmp_path: Path, capsy
         other = as_load(synth.bench(seed=4))
         other["config"]["modes"]["ws"]["concurrency"] = 32
         run_gate(load, other)
+
+
+def _with_cap(result: dict[str, Any], scale: float | None) -> dict[str, Any]:
+    """The result as a --no-script bench run with that output cap wrote it (config only)."""
+    config = {**result["config"], "send_script": False, "output_cap_scale": scale}
+    config["output_cap_call_headroom"] = 2.0
+    return {**result, "config": config}
+
+
+def test_a_capped_run_is_another_workload_than_an_uncapped_one(synth: Any) -> None:
+    base = _with_cap(synth.bench(seed=1), None)
+    cur = _with_cap(synth.bench(seed=2), 1.0)
+    with pytest.raises(GateInputError, match=r"different workloads: output cap — vs x1 "):
+        run_gate(base, cur)
+    # the same cap compares; so does a recorded identity that predates the field
+    run_gate(_with_cap(synth.bench(seed=1), 1.0), cur)
+    recorded = {**cur, "workload": {k: v for k, v in workload_of(cur).items() if k != "output_cap"}}
+    assert workload_of(recorded)["output_cap"] == {"scale": 1.0, "call_headroom": 2.0}
+    run_gate(recorded, cur)

@@ -30,7 +30,9 @@ def test_results_list_and_show(synth: Any, tmp_path: Path, capsys: Any) -> None:
     assert cli_main(["results", "list", "--root", str(root)]) == 0
     assert "no results under" in capsys.readouterr().out
 
-    bench_path = write_result(root, synth.bench(rollouts=3, turns=2, label="nightly"))
+    nightly = synth.bench(rollouts=3, turns=2, label="nightly")
+    nightly["bench"]["comparisons"][0]["work"] = {"pairs": 3, "equal_pairs": 2}
+    bench_path = write_result(root, nightly)
     cert_path = write_result(root, synth.certify(synth.cases))
     assert cli_main(["results", "list", "--root", str(root)]) == 0
     header, *lines = capsys.readouterr().out.splitlines()
@@ -49,7 +51,7 @@ def test_results_list_and_show(synth: Any, tmp_path: Path, capsys: Any) -> None:
     out = capsys.readouterr().out
     assert "bench result 'nightly' (schema v2)" in out
     assert "ttft:    first-content-token" in out
-    assert "speedup ws vs http:" in out
+    assert "speedup ws vs http:" in out and "; 2 of 3 pairs equal work" in out
     assert any(line.split()[:3] == ["ws", "ttft_ms", "6"] for line in out.splitlines())
 
     assert cli_main(["results", "show", str(cert_path)]) == 0

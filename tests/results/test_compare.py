@@ -122,3 +122,16 @@ def test_tool_time_sensitivity_is_derived_from_model_time_and_recorded_tools() -
     assert rows[0.0] == 2.0  # instant tools: the model-side ratio
     assert rows[1.0] == pytest.approx(1000.0 / 900.0, abs=1e-4)
     assert rows[0.5] == pytest.approx((200 + 400) / (100 + 400), abs=1e-4)
+
+
+def test_no_shares_of_a_total_too_small_to_divide() -> None:
+    """http -> ws saves 0.5 ms of 1,000: a 20 ms term would read as 4,000 %; no share is given."""
+    model = {"http": 1000.0, "http-chained": 980.0, "ws": 999.5}
+    rollouts = [_rollout(f"r{i}", m, 5000 + v, v) for i in range(5) for m, v in model.items()]
+    terms = speedup_split(rollouts)
+    assert [t.saved_ms for t in terms] == pytest.approx([20.0, -19.5])
+    assert all(t.share is None for t in terms)
+    # a saving of 2 % of http's model-side time is divided again
+    model["ws"] = 980.0
+    rollouts = [_rollout(f"r{i}", m, 5000 + v, v) for i in range(5) for m, v in model.items()]
+    assert sum(t.share or 0 for t in speedup_split(rollouts)) == pytest.approx(1.0)

@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.bundled import BundledDataMissing, corpus_dir, real_corpus_dir
 from harness.load.core.modes import MODES, Mode, parse_modes
+from harness.load.core.rollout_requests import CALL_CAP_HEADROOM
 from harness.load.core.subagents import families, family_members
 from harness.load.core.target_watch import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
 from harness.load.target_options import LOAD_PATTERN, OUTPUT, TargetOptions
@@ -57,6 +58,10 @@ def corpus_traces(name: str) -> str:
 
 
 WORKLOAD = "workload"
+#: `--sampling exact`: temperature 0 where the recorded turn allows (a reasoning model as
+#: recorded refuses it); `target`: the target's own sampling
+EXACT_SAMPLING = "exact"
+SAMPLINGS = (EXACT_SAMPLING, "target")
 #: the ablation variant the embedded server's default run adds (harness.load.bench.variants)
 NOCACHE_VARIANT = "ws-nocache"
 
@@ -193,8 +198,9 @@ class BenchConfig(TargetOptions):
         type=float,
         metavar="X",
         help="each turn asks max_output_tokens = its recorded output tokens x this (at least "
-        "16; not with --script, whose output is the recorded one); turns that produced more "
-        "or less are reported",
+        "16; a turn with a recorded call twice that; not with --script, whose output is the "
+        "recorded one); turns that produced more or less are reported, and a call cut anyway "
+        "ends its rollout in every mode (docs/OUTPUT-CAPS.md)",
         alternatives=[
             Alternative(
                 "--no-output-cap",
@@ -202,6 +208,25 @@ class BenchConfig(TargetOptions):
                 "send no max_output_tokens (a real model then generates until it stops)",
             )
         ],
+    )
+    # what a sampling model needs for its modes to answer alike (docs/OUTPUT-CAPS.md)
+    sampling: str = option(
+        EXACT_SAMPLING,
+        "--sampling",
+        group=WORKLOAD,
+        choices=SAMPLINGS,
+        help="without a script: exact sends temperature 0 where the recorded turn allows (not "
+        "to a reasoning model as recorded, which refuses it), so the modes of a sampling "
+        "model answer alike; target leaves the target's own sampling",
+    )
+    sampling_seed: int | None = option(
+        None,
+        "--sampling-seed",
+        group=WORKLOAD,
+        type=int,
+        metavar="N",
+        help="also send seed N with every create (a target that honours it, such as vLLM; the "
+        "OpenAI API refuses the field)",
     )
     concurrency: int = option(
         4,
@@ -287,6 +312,17 @@ class BenchConfig(TargetOptions):
     def effective_send_script(self) -> bool:
         return self.embedded if self.send_script is None else self.send_script
 
+    def sampling_json(self) -> dict[str, Any] | None:
+        """What the run adds to each create for its sampling (None: nothing; with a script)."""
+        if self.effective_send_script:
+            return None
+        fields: dict[str, Any] = {}
+        if self.sampling == EXACT_SAMPLING:
+            fields["temperature"] = 0.0
+        if self.sampling_seed is not None:
+            fields["seed"] = self.sampling_seed
+        return fields or None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "target": self.target,
@@ -316,6 +352,8 @@ class BenchConfig(TargetOptions):
             "turn_timeout_s": self.turn_timeout_s,
             "event_timeout_s": self.event_timeout_s,
             "output_cap_scale": self.output_cap_scale,
+            "output_cap_call_headroom": CALL_CAP_HEADROOM,
+            "sampling": self.sampling_json(),
             "engine_metrics_url": self.engine_metrics_url,
             "cache_salt": None if self.embedded else self.cache_salt,
         }
@@ -423,18 +461,44 @@ def describe_output_cap(config: BenchConfig) -> str:
     if config.output_cap_scale is None:
         return "no output cap (--no-output-cap: a model generates until it stops)"
     scale = "" if config.output_cap_scale == 1 else f" x{config.output_cap_scale:g}"
-    return f"each turn capped at its recorded output length{scale} (max_output_tokens)"
+    return (
+        f"each turn capped at its recorded output length{scale} (max_output_tokens; a turn "
+        f"with a recorded call x{CALL_CAP_HEADROOM:g}; a call cut anyway ends its rollout in "
+        "every mode)"
+    )
+
+
+def describe_sampling(config: BenchConfig) -> str | None:
+    """What the run adds to each create for sampling, in words (None with a script)."""
+    fields = config.sampling_json()
+    if config.effective_send_script:
+        return None
+    if not fields:
+        return "sampling: the target's own (--sampling target)"
+    words = []
+    if "temperature" in fields:
+        words.append(
+            "temperature 0 where the recorded turn allows (not to a reasoning model as recorded)"
+        )
+    if "seed" in fields:
+        words.append(f"seed {fields['seed']}")
+    return "sampling: " + ", ".join(words) + ", so the modes of a sampling model answer alike"
 
 
 def describe_schedule(config: BenchConfig) -> str:
     if config.schedule == "open":
-        return (
+        text = (
             f"open loop, Poisson arrivals at {config.rate_per_s:g} rollouts/s, at most "
             f"{config.concurrency} in flight, latency from the intended start"
         )
-    if config.schedule == "sweep":
-        return "closed-loop sweep over concurrency " + ",".join(map(str, config.sweep_levels))
-    return f"closed loop, concurrency {config.concurrency}"
+    elif config.schedule == "sweep":
+        text = "closed-loop sweep over concurrency " + ",".join(map(str, config.sweep_levels))
+    else:
+        text = f"closed loop, concurrency {config.concurrency}"
+    # how the modes shared the target: a reader of a sequential run must not read it as a mix
+    if config.engine_metrics_url is not None:
+        return text + "; the modes ran one after another (never at once)"
+    return text + "; the modes interleaved (each rollout in every mode, in rotating order)"
 
 
 def describe_bounds(config: BenchConfig) -> str | None:

@@ -51,13 +51,16 @@ COMPARISON_COLUMNS = (
     Column("speedup e2e [95% CI]"),
     Column("model-side [95% CI]"),
     Column("TTFT -%"),
+    Column("equal work"),
 )
 TABLE_LEGEND = (
     "Latencies in ms (p50/p90/p99 over turns): TTFT = time to the first content token, turn = "
     "a turn's end to end; rollout s, model s = p50 per rollout, in s, of its end-to-end time "
     "and of its model-side time (API + inference, no tool time); fail = failed rollouts. "
-    "speedup = median per-rollout ratio http/mode with a bootstrap 95% CI; TTFT -% = TTFT p50 "
-    "improvement over http."
+    "speedup = median per-rollout ratio http/mode with a bootstrap 95% CI, over the pairs that "
+    "did equal work; TTFT -% = TTFT p50 improvement over http; equal work = rollout pairs whose "
+    "input per turn is within the tolerance and whose turns are as many, of all ok pairs (the "
+    "others are named below and left out)."
 )
 
 
@@ -112,6 +115,9 @@ def format_work(result: Mapping[str, Any]) -> str:
         flag = comp.get("unequal_work")
         if flag:
             lines += legend(f"UNEQUAL WORK: {flag['message']}")
+        work = comp.get("work")
+        if work and work.get("message"):
+            lines += legend(f"UNEQUAL PAIRS: {work['message']}")
     engine = bench.get("engine_cache")
     if engine:
         lines += legend(f"The engine's own prefix cache ({engine['metrics_url']}, per variant):")
@@ -150,7 +156,9 @@ def format_table(result: Mapping[str, Any]) -> str:
         ]
 
     def comparison_row(name: str) -> list[str]:
-        speed, model_speed, improvement = _speedup_cells(name, comps.get(name))
+        comp = comps.get(name)
+        speed, model_speed, improvement = _speedup_cells(name, comp)
+        work = comp.get("work") if comp else None
         return [
             name,
             _fmt(rollouts_by_mode[name]),
@@ -158,6 +166,7 @@ def format_table(result: Mapping[str, Any]) -> str:
             speed,
             model_speed,
             improvement,
+            f"{work['equal_pairs']}/{work['pairs']}" if work else "-",
         ]
 
     # ablation variants (a server optimization switched off) below the modes, marked as such
@@ -226,6 +235,11 @@ def _split_lines(terms: Sequence[Mapping[str, Any]]) -> list[str]:
         )
     total = sum(t["saved_ms_per_rollout"] for t in split)
     lines.append(f"  {'total':<32} {'http':>13} -> {'ws':<11}{total:>10,.0f} ms")
+    if all(t["share"] is None for t in split):
+        lines += legend(
+            "  (no shares: the http -> ws total is a loss, or under 1% of http's model-side "
+            "time, too little to divide)"
+        )
     return lines
 
 

@@ -27,6 +27,7 @@ from harness.load.bench.bench_config import (
     check_config,
     describe_bounds,
     describe_output_cap,
+    describe_sampling,
     describe_schedule,
     describe_subset,
     describe_tool_time,
@@ -125,6 +126,9 @@ class RunWords:
         if self.bounds:
             notes.append(self.bounds)
         notes.append(describe_output_cap(config))
+        sampling = describe_sampling(config)
+        if sampling:
+            notes.append(sampling)
         if config.embedded:
             notes.append("each variant replays as its own tenant (separate prefix cache)")
         return notes

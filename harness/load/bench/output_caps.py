@@ -1,7 +1,9 @@
 """How a variant's turns met the output caps they asked for: each turn asks
 `max_output_tokens` = its recorded output length x --output-cap-scale (harness.load.core
 .rollout_requests.output_cap_tokens); the bench reports the turns whose target produced more (it
-ignored the cap) or less than asked (results `bench.output_caps`, and one console line each).
+ignored the cap) or less than asked (results `bench.output_caps`, and one console line each),
+and the turns whose function call the cap cut anyway: each ended its rollout, in every mode
+(harness.load.core.rollout_driver; docs/OUTPUT-CAPS.md).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ def output_cap_summary(samples: Sequence[Mapping[str, Any]], mode: str) -> dict[
         return None
     over = [s for s in capped if s["output_tokens"] > s["output_cap_tokens"]]
     under = [s for s in capped if s["output_tokens"] < s["output_cap_tokens"]]
+    cut = [s for s in capped if s.get("cut_call")]
     ratio = statistics.median(s["output_tokens"] / s["output_cap_tokens"] for s in capped)
     return {
         "turns": len(capped),
@@ -33,6 +36,8 @@ def output_cap_summary(samples: Sequence[Mapping[str, Any]], mode: str) -> dict[
         "output_to_cap_median": round(ratio, 4),
         "over_example": _cap_example(over),
         "under_example": _cap_example(under),
+        "cut_calls": len(cut),
+        "cut_call_example": _cap_example(cut),
     }
 
 
@@ -67,4 +72,12 @@ def describe_output_caps(name: str, summary: Mapping[str, Any]) -> str:
             f" (e.g. {under['rollout_id']} turn {under['turn_index']}: {under['output_tokens']:,}"
             f" for {under['cap']:,})"
         )
-    return text + f"; output/cap median {summary['output_to_cap_median']:.2f}"
+    text += f"; output/cap median {summary['output_to_cap_median']:.2f}"
+    cut = summary.get("cut_call_example")
+    if summary.get("cut_calls") and cut:
+        text += (
+            f"; {summary['cut_calls']} cut a function call and ended the rollout there (e.g. "
+            f"{cut['rollout_id']} turn {cut['turn_index']}, cap {cut['cap']:,}): never answered "
+            "nor resent, the same in every mode"
+        )
+    return text

@@ -18,7 +18,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
-from harness.load.bench.bench_config import NOCACHE_VARIANT, BenchConfig
+from harness.load.bench.bench_config import EXACT_SAMPLING, NOCACHE_VARIANT, BenchConfig
 from harness.load.core.modes import Mode
 from harness.load.core.replay_options import Endpoint, ReplayOptions
 from harness.load.embedded_server import EmbeddedServer
@@ -90,6 +90,8 @@ def base_options(config: BenchConfig) -> ReplayOptions:
         event_timeout_s=config.event_timeout_s,
         seed=None,
         output_cap_scale=config.output_cap_scale,
+        temperature=0.0 if config.sampling == EXACT_SAMPLING else None,
+        sampling_seed=config.sampling_seed,
     )
 
 

@@ -55,6 +55,7 @@ class TurnResult:
     inject_resume_ms: list[float] = field(default_factory=list)  # sent -> next output event
     output_cap_tokens: int | None = None  # the max_output_tokens asked for (None: no cap)
     reached_output_cap: bool = False  # ended incomplete at that cap
+    cut_call: bool = False  # emitted a function call the cap cut: the rollout ended here
 
     @property
     def itl_ms(self) -> float | None:
@@ -109,6 +110,7 @@ class TurnResult:
             "inject_resume_ms": _r(_median(self.inject_resume_ms)),
             "output_cap_tokens": self.output_cap_tokens,
             "reached_output_cap": self.reached_output_cap,
+            "cut_call": self.cut_call,
         }
 
 
@@ -133,6 +135,7 @@ class RolloutResult:
     started_ns: int = 0  # perf_counter_ns at the actual start
     parent_rollout: str | None = None  # a sub-agent: the rollout it ran beside
     spawn_delay_ms: float | None = None  # a sub-agent: its start - its parent's turn end
+    stopped: str | None = None  # why an ok rollout ended before its last turn (a cut call)
 
     @property
     def e2e_ms(self) -> float:
@@ -178,4 +181,5 @@ class RolloutResult:
             "time_scale": self.time_scale,
             "parent_rollout": self.parent_rollout,
             "spawn_delay_ms": _r(self.spawn_delay_ms),
+            "stopped": self.stopped,
         }

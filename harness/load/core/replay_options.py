@@ -50,6 +50,10 @@ class ReplayOptions:
     cache_salt: str | None = None
     # max_output_tokens = the turn's recorded output tokens x this; None: no cap sent
     output_cap_scale: float | None = 1.0
+    # sent on every create where the recorded turn allows (rollout_requests.sampling_fields):
+    # what makes a sampling model's modes comparable; None: the target's default
+    temperature: float | None = None
+    sampling_seed: int | None = None  # `seed`, for a target that honours it (vLLM)
 
     @property
     def read_timeout_s(self) -> float:

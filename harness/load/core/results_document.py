@@ -5,12 +5,15 @@ of each mode with its baseline, and the sections a shape adds (harness.results s
 Only ok turns and ok rollouts enter the latency histograms; failed turns are counted per mode.
 
 A comparison's unit is the pair: one rollout replayed in the baseline mode and in the compared
-one (`paired_comparisons`). The bench and the locust users compare through it; a check that each
-pair did equal work belongs here, beside the pairing.
+one (`paired_comparisons`). The bench and the locust users compare through it. Each pair's work
+is judged beside the pairing (`results.work.work_check`): the pairs whose input per turn differs
+beyond the tolerance (or that ran fewer turns) are named in the comparison's `work` and left out
+of its speedup and TTFT change, so `pairs` counts the equal-work pairs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -20,6 +23,7 @@ from harness.load.core.measurements import RolloutResult, TurnResult
 from harness.results import compare as cmp
 from harness.results.histograms import MetricSet
 from harness.results.schema import finish_result, new_result
+from harness.results.work import equal_work_records, work_check
 
 
 def record_turn(ms: MetricSet, t: TurnResult) -> None:
@@ -84,8 +88,14 @@ def paired_comparisons(
     comparisons = []
     for name in names:
         baseline = baseline_for(name, names)
-        if baseline is not None:
-            comparisons.append(cmp.compare(rollouts, samples, baseline, name, seed=seed))
+        if baseline is None:
+            continue
+        check = work_check(rollouts, samples, baseline, name)
+        kept_rollouts, kept_samples = equal_work_records(
+            rollouts, samples, baseline, name, check["unequal"]
+        )
+        comparison = cmp.compare(kept_rollouts, kept_samples, baseline, name, seed=seed)
+        comparisons.append(dataclasses.replace(comparison, work=check))
     return comparisons
 
 

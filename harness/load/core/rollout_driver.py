@@ -37,12 +37,16 @@ Output caps: each create asks ``max_output_tokens`` = the turn's recorded output
 API's smallest), so a real model that would generate until its context is full does the
 recorded work; ``output_cap_scale=None`` lifts the cap. A scripted replay (``send_script``, the
 reference server) sends no cap: the script is the recorded output, counted in the server's own
-tokens. A response that ends ``incomplete`` because it reached the cap is a turn done; each turn
-records the cap it asked for, and the bench reports the turns whose target produced more (the
-cap ignored) or less than asked (:func:`harness.load.bench.output_caps.output_cap_summary`). A
-function call the cap cut (``status: incomplete``, or its arguments unfinished JSON) is neither
-answered nor resent over ``http`` (the API refuses such arguments in an input); over ``ws`` and
-``http-chained`` the server holds it in the chain and it is answered like any call.
+tokens. A turn whose recorded output holds a function call asks ``CALL_CAP_HEADROOM`` times its
+recorded length, so the call arrives whole. A response that ends ``incomplete`` because it
+reached the cap is a turn done; each turn records the cap it asked for, and the bench reports
+the turns whose target produced more (the cap ignored) or less than asked
+(:func:`harness.load.bench.output_caps.output_cap_summary`). A function call the cap cut all the
+same (``status: incomplete``, or its arguments unfinished JSON) ends the rollout after that
+turn, **in every mode**: answering it would resend cut arguments (over ``http`` in the history,
+through a gateway from the chain), which the API refuses, and dropping it in one mode only would
+make the modes' conversations differ. The turn is ok and marked ``cut_call``; the rollout is ok
+with ``stopped`` saying why it ended early (docs/OUTPUT-CAPS.md).
 
 Abandoned turns are cancelled on the target: a turn that times out, or that a probe or the
 run's duration limit gives up, has its stream closed (HTTP: the connection is dropped, never
@@ -69,7 +73,7 @@ from harness.load.core.exchange_outcome import capped_exchange_error, exchange_e
 from harness.load.core.injects import InjectedExchange
 from harness.load.core.measurements import RolloutResult, TurnResult
 from harness.load.core.replay_options import Endpoint, ReplayOptions
-from harness.load.core.rollout_requests import RolloutState, reproduces
+from harness.load.core.rollout_requests import RolloutState, cut_call, reproduces
 from harness.load.core.session import HttpClientPool, Session
 from harness.load.core.target_watch import TargetWatch
 from harness.protocol.events import reached_output_cap
@@ -157,6 +161,13 @@ async def replay_rollout(
                 result.error = f"turn {turn.index}: {turn_result.error}"
                 if watch is not None and (session.timed_out or session.broken):
                     await _probe(watch, endpoint, options, rollout)
+                break
+            if turn_result.cut_call:  # never answered nor resent (module docstring)
+                if turn is not turns[-1]:
+                    result.stopped = (
+                        f"turn {turn.index}: a function call cut by max_output_tokens "
+                        f"({turn_result.output_cap_tokens}) ends the rollout in every mode"
+                    )
                 break
     finally:
         await session.close()
@@ -258,6 +269,7 @@ async def _run_turn(
     if options.send_script:
         out.reproduced = reproduces(output, turn.output)
     out.reached_output_cap = capped and reached_output_cap(exchange.final_response)
+    out.cut_call = capped and any(cut_call(i) for i in output)
     out.ok = True
     state.observe(turn, answers.items, exchange)
     return out

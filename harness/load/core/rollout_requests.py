@@ -18,14 +18,37 @@ from harness.transport.exchange import Exchange
 CONTINUE_TEXT = "Continue."
 #: the smallest ``max_output_tokens`` the API accepts
 MIN_OUTPUT_CAP_TOKENS = 16
+#: a turn whose recorded output holds a function call asks this many times its recorded length:
+#: the target's tokenizer may count the call's arguments longer than the recording's, and a cap
+#: must not cut the call it is meant to let through (docs/OUTPUT-CAPS.md)
+CALL_CAP_HEADROOM = 2.0
 
 
 def output_cap_tokens(turn: Turn, scale: float | None) -> int | None:
-    """The `max_output_tokens` a turn asks for: its recorded output tokens x `scale`, at least
-    the API's minimum; None when the cap is lifted."""
+    """The `max_output_tokens` a turn asks for: its recorded output tokens x `scale` (x
+    CALL_CAP_HEADROOM when the recorded output holds a function call), at least the API's
+    minimum; None when the cap is lifted."""
     if scale is None:
         return None
+    if turn.function_calls:
+        scale *= CALL_CAP_HEADROOM
     return max(MIN_OUTPUT_CAP_TOKENS, math.ceil(turn.output_tokens * scale))
+
+
+def sampling_fields(rollout: Rollout, options: ReplayOptions) -> dict[str, Any]:
+    """`temperature` and `seed` for an unscripted create, where the recorded turn allows: not
+    when the request names the rollout's own model and that model reasons (its recorded output
+    has reasoning items: a reasoning model refuses `temperature`); a scripted replay needs none
+    (its output is the recorded one)."""
+    if options.send_script:
+        return {}
+    fields: dict[str, Any] = {}
+    reasons = any(o.type == "reasoning" for t in rollout.turns for o in t.output)
+    if options.temperature is not None and not (options.model is None and reasons):
+        fields["temperature"] = options.temperature
+    if options.sampling_seed is not None:
+        fields["seed"] = options.sampling_seed
+    return fields
 
 
 def reproduces(items: Sequence[Mapping[str, Any]], specs: Sequence[OutputSpec]) -> bool:
@@ -140,6 +163,7 @@ class RolloutState:
         cap = None if opts.send_script else output_cap_tokens(turn, opts.output_cap_scale)
         if cap is not None:
             body["max_output_tokens"] = cap
+        body.update(sampling_fields(self.rollout, opts))
         if opts.mode == "http":
             body["input"] = [*self.history, *answers.items]
             if opts.include_reasoning:
@@ -175,8 +199,6 @@ class RolloutState:
         self.previous_response_id = exchange.response_id
         in_flight = self.rollout.multi_agent is not None  # its calls were answered by inject
         stateless = self.options.mode == "http"
-        if stateless:  # a call cut by max_output_tokens cannot be resent (its arguments are cut)
-            output = [i for i in output if not _cut_call(i)]
         calls = [] if in_flight else [i for i in output if i.get("type") == "function_call"]
         self.emitted_calls = [dict(i) for i in calls]
         self.recorded_calls = turn.call_ids
@@ -188,9 +210,10 @@ class RolloutState:
                     self.history.append(converted)
 
 
-def _cut_call(item: Mapping[str, Any]) -> bool:
+def cut_call(item: Mapping[str, Any]) -> bool:
     """A function call cut short: marked incomplete, or its arguments not whole JSON (a server
-    that truncates at max_output_tokens without saying so)."""
+    that truncates at max_output_tokens without saying so). The replay never answers or resends
+    one: the rollout ends at it, in every mode (rollout_driver)."""
     if item.get("type") != "function_call":
         return False
     if item.get("status") == "incomplete":

@@ -47,7 +47,9 @@ LATENCY_COLUMNS = (
 )
 LOAD_LEGEND = (
     "Latencies in ms. TTFT: request sent -> first content token; TTFE: -> first output event of "
-    "any kind (harness.protocol.timing_marks); ITL: gap between content events; TPOT: time per "
+    "any kind (harness.protocol.timing_marks); ITL: gap between content events as the client "
+    "read them (0 when a reply's events arrive in one read, as a short HTTP reply often does: "
+    "then TPOT is the decode figure); TPOT: time per "
     "output token after the first; e2e: request sent -> its terminal event; queue: open-loop "
     "wait for a free slot; CPU ms/req: the client's CPU per request. Failures are not in the "
     "latencies."

@@ -75,8 +75,9 @@ class LoadSpec:
         "--turns",
         group=SHAPE,
         type=int,
-        help="ws / http-chained: requests per connection/chain, chained with "
-        "previous_response_id (http: every request stands alone)",
+        help="requests per conversation: ws / http-chained chain them with "
+        "previous_response_id (one connection / one stored chain); http resends the whole "
+        "conversation so far with each one (stateless), so every mode does the same work",
     )
     seed: int = 0  # this mode's prompts and arrivals: mode_seed(run seed, mode)
     # fraction of each prompt from the prefix shared by every request

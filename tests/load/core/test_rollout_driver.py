@@ -86,8 +86,11 @@ def test_unscripted_target_gets_its_own_call_ids_answered(server) -> None:  # ty
     """Without a script the server invents calls (and ids); the driver answers exactly those."""
     rollouts = smoke_rollouts()
     answered_any = False
+    # uncapped: the simulated engine's calls are its own, not the recorded ones, so a cap from
+    # the recorded lengths would cut them and end the rollouts there (docs/OUTPUT-CAPS.md)
+    opts = ReplayOptions(send_script=False, output_cap_scale=None)
     for rollout in rollouts:
-        result = run(replay_rollout(rollout, endpoint(server), ReplayOptions(send_script=False)))
+        result = run(replay_rollout(rollout, endpoint(server), opts))
         assert result.ok, result.error
         assert len(result.turns) == len(rollout.turns)
         assert all(t.reproduced is None for t in result.turns)
