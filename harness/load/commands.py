@@ -235,6 +235,7 @@ def load_main(args: argparse.Namespace) -> int:
             processes=config.processes,
             started_at=utc_now_iso(),
             run_seed=run_seed,
+            slo=config.observe.slo,
         )
         shards: dict[str, ShardResult] = {}
         for spec in specs:

@@ -22,8 +22,9 @@ from harness.bundled import BundledDataMissing, corpus_dir, real_corpus_dir
 from harness.load.core.modes import MODES, Mode, parse_modes
 from harness.load.core.subagents import families, family_members
 from harness.load.core.target_watch import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
+from harness.load.observe_options import OBSERVE, ObserveOptions
 from harness.load.target_options import LOAD_PATTERN, OUTPUT, TargetOptions
-from harness.options import Alternative, option
+from harness.options import Alternative, nested, option
 from harness.results.paths import portable_path
 from harness.traces.format import Rollout
 
@@ -272,6 +273,7 @@ class BenchConfig(TargetOptions):
         group=OUTPUT,
         help="write no HTML report beside the results JSON",
     )
+    observe: ObserveOptions = field(default_factory=ObserveOptions, metadata=nested(OBSERVE))
     quiet: bool = False
     # a fresh token per run: with a target of the user's, each variant's prompts start with a
     # line of their own (variants.cache_salt), so no variant warms another's prefix cache
@@ -318,6 +320,7 @@ class BenchConfig(TargetOptions):
             "output_cap_scale": self.output_cap_scale,
             "engine_metrics_url": self.engine_metrics_url,
             "cache_salt": None if self.embedded else self.cache_salt,
+            **self.observe.to_json(),
         }
 
 

@@ -123,6 +123,7 @@ def build_result(run: BenchRun) -> dict[str, Any]:
         time_scale=config.time_scale,
         workload=bench_workload(config_section, profile),
         sections=sections,
+        slo=config.observe.slo,
     )
 
 

@@ -56,6 +56,7 @@ from harness.load.target_identity import server_headers
 from harness.progress import MAX_COLUMNS, phase
 from harness.results.identity import resolve_identity
 from harness.results.schema import utc_now_iso
+from harness.results.slo import format_goodput
 from harness.results.store import write_result
 from harness.traces.format import Rollout, load_traces
 from harness.transport.target_check import CheckTarget, check_targets_now
@@ -247,6 +248,9 @@ def _print_summary(out: TextIO, run: BenchRun, result: Mapping[str, Any], words:
     work = format_work(result)
     if work:
         out.write("\n" + work + "\n")
+    goodput = format_goodput(result["bench"])
+    if goodput:
+        out.write("\n" + goodput + "\n")
     failures = format_failures(result)
     if failures:
         out.write("\n" + failures + "\n")
