@@ -16,6 +16,8 @@ or the reference server's own condition. Each class is defined where it is raise
     │   ├── ResultsSchemaError           harness.results.schema: a results file that is not valid
     │   ├── GateInputError               harness.report.gate: gate inputs that cannot be compared
     │   ├── UnreadableInput              harness.conformance.check.recorded_streams: not readable
+    │   ├── PrometheusTextError          harness.load.prometheus_text: not a metrics page
+    │   ├── CompareInputError            harness.results.runs_compare: runs that cannot compare
     │   └── ReportLineError              harness.conformance.clients.contract: not a turn report
     ├── ProtocolError                    a protocol message broke a rule or cannot be served
     │   ├── RuleBroken                   harness.protocol.errors: a grammar rule (`rule_id`)

@@ -238,14 +238,15 @@ def load_main(args: argparse.Namespace) -> int:
             slo=config.observe.slo,
         )
         shards: dict[str, ShardResult] = {}
-        for spec in specs:
-            progress = Progress(
-                f"load {spec.mode}",
-                total=spec.requests,
-                unit="requests",
-                duration_s=spec.duration_s,
-            )
-            shards[spec.mode] = run_processes(spec, config.processes, progress)
+        with config.observe.live_metrics("requests", sys.stderr) as live:
+            for spec in specs:
+                progress = Progress(
+                    f"load {spec.mode}",
+                    total=spec.requests,
+                    unit="requests",
+                    duration_s=spec.duration_s,
+                )
+                shards[spec.mode] = run_processes(spec, config.processes, progress, live)
     finally:
         if server is not None:
             server.stop()

@@ -1,12 +1,16 @@
 """What `wsmode bench` and `wsmode load` watch besides the latencies, declared once for both
 (harness.options, a `nested()` field of each config): the service-level objectives the results
-judge goodput by."""
+judge goodput by, and the live metrics endpoint (harness.load.live_metrics)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TextIO
 
-from harness.options import option
+from harness.load.live_metrics import LiveMetrics, MetricsServer
+from harness.options import option, port_number
 from harness.results.slo import SLO_SYNTAX, SloTarget, parse_slo
 
 OBSERVE = "objectives and live metrics"
@@ -25,6 +29,29 @@ class ObserveOptions:
         "and of rollouts that met every limit",
     )
 
+    metrics_port: int | None = option(
+        None,
+        "--metrics-port",
+        metavar="PORT",
+        group=OBSERVE,
+        type=port_number,
+        help="serve the client's live metrics (TTFT, ITL, e2e histograms, in flight, errors by "
+        "kind, per mode) in Prometheus text format at http://127.0.0.1:PORT/metrics while the "
+        "run runs (0: a free port, printed)",
+    )
+
     def to_json(self) -> dict[str, object]:
         """The run's config entries (results `config`)."""
-        return {"slo": [str(t) for t in self.slo]}
+        return {"slo": [str(t) for t in self.slo], "metrics_port": self.metrics_port}
+
+    @contextlib.contextmanager
+    def live_metrics(self, unit: str, err: TextIO) -> Iterator[LiveMetrics | None]:
+        """The live registry served on --metrics-port while the body runs (None without)."""
+        if self.metrics_port is None:
+            yield None
+            return
+        live = LiveMetrics(in_flight_unit=unit)
+        with MetricsServer(live, self.metrics_port) as server:
+            err.write(f"live metrics: {server.url}\n")
+            err.flush()
+            yield live

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.errors import InputError
 from harness.results import compare as cmp
 from harness.results import stats
 from harness.results.work import unequal_work
@@ -39,7 +40,7 @@ METRICS = (*TURN_METRICS, ROLLOUT_METRIC)
 MIN_INTERVAL_VALUES = cmp.MIN_INTERVAL_PAIRS
 
 
-class CompareInputError(ValueError):
+class CompareInputError(InputError, ValueError):
     """The files cannot be compared (the CLI says it in one line, exit 2)."""
 
 

@@ -52,6 +52,7 @@ from harness.load.core.gc_policy import load_gc
 from harness.load.core.session import HttpClientPool
 from harness.load.core.target_watch import TargetWatch
 from harness.load.embedded_server import EmbeddedServer
+from harness.load.live_metrics import LiveMetrics
 from harness.load.target_identity import server_headers
 from harness.progress import MAX_COLUMNS, phase
 from harness.results.identity import resolve_identity
@@ -68,14 +69,16 @@ BENCH = "wsmode bench"  # the command its usage errors name
 ReportWriter = Callable[[Mapping[str, Any], Path], Path]
 
 
-async def _warm_up_and_replay(run: BenchRun, err: TextIO) -> None:
+async def _warm_up_and_replay(run: BenchRun, err: TextIO, live: LiveMetrics | None) -> None:
     pool = HttpClientPool()
     watches: dict[str, TargetWatch] = {}
     try:
         if run.rollouts:
             with phase(f"warming up ({len(run.variants)} variants, one unrecorded turn each)", err):
                 await warm_up(run.variants, run.rollouts[0], pool, watches)
-        run.results = await run_variants(run, progress=err, http_pool=pool, watches=watches)
+        run.results = await run_variants(
+            run, progress=err, http_pool=pool, watches=watches, live=live
+        )
     finally:
         await pool.aclose()
     for url, watch in watches.items():  # one line for a target that stopped mid-run
@@ -227,8 +230,9 @@ def _replay(config: BenchConfig, rollouts: list[Rollout], words: RunWords, err: 
         )
         run.started_at = started_at
         run.notes.extend(words.notes(config))
+        live = stack.enter_context(config.observe.live_metrics("rollouts", err))
         with load_gc():
-            asyncio.run(_warm_up_and_replay(run, err))
+            asyncio.run(_warm_up_and_replay(run, err, live))
     run.elapsed_s = time.monotonic() - t0
     return run
 

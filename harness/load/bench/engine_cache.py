@@ -13,12 +13,13 @@ One GET of a few kB per variant, off the measured turns.
 from __future__ import annotations
 
 import asyncio
-import re
+import math
 import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
 from harness.errors import TargetError
+from harness.load.prometheus_text import parse
 
 SCRAPE_TIMEOUT_S = 10.0
 # how a counter's name ends (without `_total`; any namespace before it: `vllm:`, `wsmode_`)
@@ -29,7 +30,6 @@ COUNTERS = {
     "prompt_tokens": "prompt_tokens",
     "generation_tokens": "generation_tokens",
 }
-_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
 
 class EngineMetricsError(TargetError, RuntimeError):
@@ -39,18 +39,11 @@ class EngineMetricsError(TargetError, RuntimeError):
 def parse_counters(text: str) -> dict[str, float]:
     """The counters of :data:`COUNTERS` in a Prometheus text page, summed over label sets."""
     totals: dict[str, float] = {}
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if match is None:
-            continue
-        name = match.group(1).removesuffix("_total")
+    for sample in parse(text, strict=False).samples:  # a page of another shape: its counters
+        name = sample.name.removesuffix("_total")
         key = next((k for suffix, k in COUNTERS.items() if name.endswith(suffix)), None)
-        if key is None:
-            continue
-        try:
-            totals[key] = totals.get(key, 0.0) + float(match.group(3))
-        except ValueError:
-            continue
+        if key is not None and math.isfinite(sample.value):
+            totals[key] = totals.get(key, 0.0) + sample.value
     return totals
 
 
