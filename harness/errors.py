@@ -50,6 +50,7 @@ or the reference server's own condition. Each class is defined where it is raise
     │   ├── EmbeddedServerError          harness.load.embedded_server: `serve` did not start
     │   ├── LoadProcessError             harness.load.fixed.processes: a client process died
     │   ├── EngineMetricsError           harness.load.bench.engine_cache: metrics page unreadable
+    │   ├── ServerMetricsError           harness.load.server_metrics: an endpoint not answering
     │   └── WorkersError                 reference_server.front.workers: a worker did not start
     └── ServerError                      the reference server's own condition, told as an API error
         ├── StoreClosed, RecordTooLarge  reference_server.store.response_store

@@ -10,10 +10,17 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from harness.load.live_metrics import LiveMetrics, MetricsServer
-from harness.options import option, port_number
+from harness.load.server_metrics import DEFAULT_INTERVAL_S, ServerMetricsScraper, check_url
+from harness.options import option, port_number, positive_float
 from harness.results.slo import SLO_SYNTAX, SloTarget, parse_slo
 
 OBSERVE = "objectives and live metrics"
+
+
+def _metrics_urls(urls: list[str]) -> tuple[str, ...]:
+    for url in urls:
+        check_url("--server-metrics", url)
+    return tuple(urls)
 
 
 @dataclass
@@ -40,9 +47,44 @@ class ObserveOptions:
         "run runs (0: a free port, printed)",
     )
 
+    server_metrics: tuple[str, ...] = option(
+        (),
+        "--server-metrics",
+        action="append",
+        metavar="URL",
+        group=OBSERVE,
+        to_field=_metrics_urls,
+        help="a Prometheus endpoint to scrape every --server-metrics-interval-s while the run "
+        "runs (vLLM, SGLang, LiteLLM, wsmode serve: http://HOST:PORT/metrics; repeatable), "
+        "stored as time series in the results and drawn beside the client's latency",
+    )
+    server_metrics_interval_s: float = option(
+        DEFAULT_INTERVAL_S,
+        "--server-metrics-interval-s",
+        metavar="S",
+        group=OBSERVE,
+        type=positive_float,
+        help="how often each --server-metrics URL is scraped",
+    )
+
     def to_json(self) -> dict[str, object]:
         """The run's config entries (results `config`)."""
-        return {"slo": [str(t) for t in self.slo], "metrics_port": self.metrics_port}
+        return {
+            "slo": [str(t) for t in self.slo],
+            "metrics_port": self.metrics_port,
+            "server_metrics": list(self.server_metrics),
+            "server_metrics_interval_s": self.server_metrics_interval_s
+            if self.server_metrics
+            else None,
+        }
+
+    def scraper(self, engine_metrics_url: str | None = None) -> ServerMetricsScraper | None:
+        """The scraper of --server-metrics (and of --engine-metrics's URL), or None."""
+        urls = [*self.server_metrics, *([engine_metrics_url] if engine_metrics_url else [])]
+        if not urls:
+            return None
+        option_of = {engine_metrics_url: "--engine-metrics"} if engine_metrics_url else {}
+        return ServerMetricsScraper(urls, self.server_metrics_interval_s, option_of)
 
     @contextlib.contextmanager
     def live_metrics(self, unit: str, err: TextIO) -> Iterator[LiveMetrics | None]:

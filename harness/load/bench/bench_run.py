@@ -53,6 +53,7 @@ from harness.load.core.session import HttpClientPool
 from harness.load.core.target_watch import TargetWatch
 from harness.load.embedded_server import EmbeddedServer
 from harness.load.live_metrics import LiveMetrics
+from harness.load.server_metrics import ServerMetricsError
 from harness.load.target_identity import server_headers
 from harness.progress import MAX_COLUMNS, phase
 from harness.results.identity import resolve_identity
@@ -173,7 +174,7 @@ def run_bench(
     except KeyboardInterrupt:
         err.write(f"\n{BENCH}: interrupted\n")  # as harness.cli says it
         return 130
-    except EngineMetricsError as exc:
+    except (EngineMetricsError, ServerMetricsError) as exc:
         return usage_error(BENCH, str(exc), err=err)
     result = build_result(run)
     path = write_result(config.out, result)
@@ -231,8 +232,13 @@ def _replay(config: BenchConfig, rollouts: list[Rollout], words: RunWords, err: 
         run.started_at = started_at
         run.notes.extend(words.notes(config))
         live = stack.enter_context(config.observe.live_metrics("rollouts", err))
-        with load_gc():
+        scraper = config.observe.scraper(config.engine_metrics_url)
+        if scraper is not None:
+            scraper.check_reachable()  # ServerMetricsError: one line, before any replay
+        with load_gc(), scraper or contextlib.nullcontext():
             asyncio.run(_warm_up_and_replay(run, err, live))
+        if scraper is not None:
+            run.server_metrics = scraper.to_json()
     run.elapsed_s = time.monotonic() - t0
     return run
 

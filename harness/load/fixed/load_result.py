@@ -34,6 +34,7 @@ class LoadRun:
     started_at: str
     run_seed: int = 0
     slo: tuple[SloTarget, ...] = ()  # --slo: goodput per mode (harness.results.slo)
+    server_metrics: dict[str, Any] | None = None  # --server-metrics: the scraped series
 
 
 def throughput(spec: LoadSpec, shard: ShardResult, processes: int) -> dict[str, Any]:
@@ -131,6 +132,7 @@ def build_load_result(
                 if baseline is not None and mode != baseline
                 if (flag := unequal_work(samples, baseline, mode)) is not None
             ],
+            **({"server_metrics": run.server_metrics} if run.server_metrics is not None else {}),
         },
         slo=run.slo,
     )
