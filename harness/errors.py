@@ -18,6 +18,7 @@ or the reference server's own condition. Each class is defined where it is raise
     │   ├── UnreadableInput              harness.conformance.check.recorded_streams: not readable
     │   ├── PrometheusTextError          harness.load.prometheus_text: not a metrics page
     │   ├── CompareInputError            harness.results.runs_compare: runs that cannot compare
+    │   ├── SchemaViolation              harness.results.json_schema_subset: a document off schema
     │   └── ReportLineError              harness.conformance.clients.contract: not a turn report
     ├── ProtocolError                    a protocol message broke a rule or cannot be served
     │   ├── RuleBroken                   harness.protocol.errors: a grammar rule (`rule_id`)
