@@ -20,6 +20,7 @@ event loop and costs the measured turns one lock each.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import http.server
 import queue
@@ -76,8 +77,8 @@ class _Histogram:
 
     def observe_ms(self, value_ms: float, n: int = 1) -> None:
         value_s = value_ms / 1000.0
-        index = next((i for i, b in enumerate(BUCKETS_S) if value_s <= b), len(BUCKETS_S))
-        self.counts[index] += n
+        # the first bound >= the value (le semantics); past the last: the +Inf slot
+        self.counts[bisect.bisect_left(BUCKETS_S, value_s)] += n
         self.sum_s += value_s * n
         self.count += n
 

@@ -27,7 +27,7 @@ How the fields are filled (what wsmode does not know, it leaves out; nothing is 
 Why 0.2.1: it is the version llm-d-benchmark's README tells new consumers to use ("an additive
 superset of 0.2"), and the schema stored here is its JSON Schema; the sessions and the engine's
 time series this export fills exist in 0.2.1 only (0.2 has no `session_performance`).
-Validated against the stored schema (harness/results/llmd/, PROVENANCE.md there) by
+Validated against the stored schema (its provenance: harness/results/llmd/PROVENANCE.md) by
 `harness.results.json_schema_subset` before it is returned.
 """
 
