@@ -240,12 +240,12 @@ def load_main(args: argparse.Namespace) -> int:
             slo=config.observe.slo,
         )
         shards: dict[str, ShardResult] = {}
-        scraper = config.observe.scraper()
-        if scraper is not None:
-            try:
+        try:
+            scraper = config.observe.scraper(embedded_http_url=server.http_url if server else None)
+            if scraper is not None:
                 scraper.check_reachable()
-            except ServerMetricsError as exc:
-                return usage_error(LOAD, str(exc))
+        except (ServerMetricsError, ValueError) as exc:
+            return usage_error(LOAD, str(exc))
         with (
             config.observe.live_metrics("requests", sys.stderr) as live,
             scraper or contextlib.nullcontext(),

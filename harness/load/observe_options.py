@@ -17,9 +17,14 @@ from harness.results.slo import SLO_SYNTAX, SloTarget, parse_slo
 OBSERVE = "objectives and live metrics"
 
 
+#: `--server-metrics embedded`: the embedded reference server's own /metrics
+EMBEDDED = "embedded"
+
+
 def _metrics_urls(urls: list[str]) -> tuple[str, ...]:
     for url in urls:
-        check_url("--server-metrics", url)
+        if url != EMBEDDED:
+            check_url("--server-metrics", url)
     return tuple(urls)
 
 
@@ -55,8 +60,9 @@ class ObserveOptions:
         group=OBSERVE,
         to_field=_metrics_urls,
         help="a Prometheus endpoint to scrape every --server-metrics-interval-s while the run "
-        "runs (vLLM, SGLang, LiteLLM, wsmode serve: http://HOST:PORT/metrics; repeatable), "
-        "stored as time series in the results and drawn beside the client's latency",
+        "runs (vLLM, SGLang, LiteLLM, wsmode serve: http://HOST:PORT/metrics; `embedded`: "
+        "the embedded reference server's; repeatable), stored as time series in the results "
+        "and drawn beside the client's latency",
     )
     server_metrics_interval_s: float = option(
         DEFAULT_INTERVAL_S,
@@ -78,9 +84,18 @@ class ObserveOptions:
             else None,
         }
 
-    def scraper(self, engine_metrics_url: str | None = None) -> ServerMetricsScraper | None:
-        """The scraper of --server-metrics (and of --engine-metrics's URL), or None."""
-        urls = [*self.server_metrics, *([engine_metrics_url] if engine_metrics_url else [])]
+    def scraper(
+        self, engine_metrics_url: str | None = None, embedded_http_url: str | None = None
+    ) -> ServerMetricsScraper | None:
+        """The scraper of --server-metrics (and of --engine-metrics's URL), or None;
+        `embedded` is the embedded server's /metrics (`embedded_http_url`, its `.../v1`)."""
+        named = list(self.server_metrics)
+        if EMBEDDED in named:
+            if embedded_http_url is None:
+                raise ValueError("--server-metrics embedded: the run has no embedded server")
+            metrics = embedded_http_url.removesuffix("/").removesuffix("/v1") + "/metrics"
+            named = [metrics if url == EMBEDDED else url for url in named]
+        urls = [*named, *([engine_metrics_url] if engine_metrics_url else [])]
         if not urls:
             return None
         option_of = {engine_metrics_url: "--engine-metrics"} if engine_metrics_url else {}

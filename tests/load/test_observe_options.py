@@ -18,7 +18,7 @@ from harness.load.bench.variants import Variant
 from harness.load.core.replay_options import ReplayOptions
 from harness.load.observe_options import ObserveOptions
 from harness.results.schema import load_result, validate_result
-from harness.results.slo import parse_slo
+from harness.results.slo import format_goodput, parse_slo
 
 from .replay_support import SMOKE, endpoint, reference_server, run, smoke_rollouts
 
@@ -48,6 +48,8 @@ def test_bench_results_carry_goodput_per_mode(tmp_path: Path) -> None:
         assert (entry["turns"], entry["turns_good"], entry["turn_goodput"]) == (turns, turns, 1.0)
         assert (entry["rollouts"], entry["rollouts_good"]) == (3, 0)
         assert [a["met"] for a in entry["attainment"]] == [True, False] and not entry["met"]
+    text = " ".join(format_goodput(result["bench"]).split())  # what the bench prints, unwrapped
+    assert f"ws: goodput 100.0% of {turns} turns, 0/3 rollouts; SLO missed: rollout_e2e_ms" in text
 
 
 def test_wsmode_load_prints_and_stores_goodput(tmp_path: Path, capsys: Any) -> None:

@@ -127,3 +127,16 @@ def test_a_bad_or_silent_metrics_url_is_one_line(tmp_path: Path, capsys: Any) ->
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("wsmode load: --server-metrics: cannot read http://127.0.0.1:9/")
     assert not (tmp_path / "r").exists()  # refused before the run: no results file
+
+
+def test_embedded_names_the_embedded_servers_metrics(tmp_path: Path, capsys: Any) -> None:
+    argv = ["load", "--requests", "4", "--processes", "1", "--input-tokens", "16"]
+    argv += ["--output-tokens", "4", "--out", str(tmp_path / "r"), "--profile", "zero"]
+    argv += ["--server-metrics", "embedded", "--server-metrics-interval-s", "0.1"]
+    assert cli_main(argv) == 0, capsys.readouterr().err
+    (path,) = (tmp_path / "r").rglob("*.json")
+    (source,) = load_result(path)["load"]["server_metrics"]["sources"]
+    assert source["url"].startswith("http://127.0.0.1:") and source["url"].endswith("/metrics")
+    assert any(s["name"] == "wsmode_responses_total" for s in source["series"])
+    assert cli_main(["bench", "--target", "ws://127.0.0.1:9/v1/responses", *argv[-4:-2]]) == 2
+    assert "--server-metrics embedded: the run has no embedded server" in capsys.readouterr().err

@@ -343,6 +343,8 @@ def check_config(config: BenchConfig) -> None:
         raise ValueError(
             "--engine-metrics reads the counters around each variant: not with a sweep"
         )
+    if "embedded" in config.observe.server_metrics and not config.embedded:
+        raise ValueError("--server-metrics embedded: the run has no embedded server (a --target)")
     if config.ablation and not config.embedded:
         raise ValueError("--ablation needs the embedded server (it switches flags)")
     _at_least("--time-scale", config.time_scale, 0)

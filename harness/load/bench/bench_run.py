@@ -232,7 +232,8 @@ def _replay(config: BenchConfig, rollouts: list[Rollout], words: RunWords, err: 
         run.started_at = started_at
         run.notes.extend(words.notes(config))
         live = stack.enter_context(config.observe.live_metrics("rollouts", err))
-        scraper = config.observe.scraper(config.engine_metrics_url)
+        embedded_http = servers[MAIN_SERVER].http_url if servers is not None else None
+        scraper = config.observe.scraper(config.engine_metrics_url, embedded_http)
         if scraper is not None:
             scraper.check_reachable()  # ServerMetricsError: one line, before any replay
         with load_gc(), scraper or contextlib.nullcontext():
