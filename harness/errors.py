@@ -16,6 +16,9 @@ or the reference server's own condition. Each class is defined where it is raise
     │   ├── ResultsSchemaError           harness.results.schema: a results file that is not valid
     │   ├── GateInputError               harness.report.gate: gate inputs that cannot be compared
     │   ├── UnreadableInput              harness.conformance.check.recorded_streams: not readable
+    │   ├── PrometheusTextError          harness.load.prometheus_text: not a metrics page
+    │   ├── CompareInputError            harness.results.runs_compare: runs that cannot compare
+    │   ├── SchemaViolation              harness.results.json_schema_subset: a document off schema
     │   └── ReportLineError              harness.conformance.clients.contract: not a turn report
     ├── ProtocolError                    a protocol message broke a rule or cannot be served
     │   ├── RuleBroken                   harness.protocol.errors: a grammar rule (`rule_id`)
@@ -48,6 +51,7 @@ or the reference server's own condition. Each class is defined where it is raise
     │   ├── EmbeddedServerError          harness.load.embedded_server: `serve` did not start
     │   ├── LoadProcessError             harness.load.fixed.processes: a client process died
     │   ├── EngineMetricsError           harness.load.bench.engine_cache: metrics page unreadable
+    │   ├── ServerMetricsError           harness.load.server_metrics: an endpoint not answering
     │   └── WorkersError                 reference_server.front.workers: a worker did not start
     └── ServerError                      the reference server's own condition, told as an API error
         ├── StoreClosed, RecordTooLarge  reference_server.store.response_store

@@ -7,6 +7,7 @@ target's (TargetOptions) shared by both; this module adds the parsers, the targe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import secrets
 import sys
 from dataclasses import replace
@@ -22,6 +23,7 @@ from harness.load.fixed.load_console import print_load
 from harness.load.fixed.load_result import LoadRun, build_load_result
 from harness.load.fixed.load_spec import DEFAULT_MODEL, LoadSpec, mode_seed
 from harness.load.fixed.processes import run_processes
+from harness.load.server_metrics import ServerMetricsError
 from harness.load.target_identity import server_headers
 from harness.load.target_options import TargetOptions, derive_urls
 from harness.options import add_options, from_args
@@ -235,16 +237,29 @@ def load_main(args: argparse.Namespace) -> int:
             processes=config.processes,
             started_at=utc_now_iso(),
             run_seed=run_seed,
+            slo=config.observe.slo,
         )
         shards: dict[str, ShardResult] = {}
-        for spec in specs:
-            progress = Progress(
-                f"load {spec.mode}",
-                total=spec.requests,
-                unit="requests",
-                duration_s=spec.duration_s,
-            )
-            shards[spec.mode] = run_processes(spec, config.processes, progress)
+        try:
+            scraper = config.observe.scraper(embedded_http_url=server.http_url if server else None)
+            if scraper is not None:
+                scraper.check_reachable()
+        except (ServerMetricsError, ValueError) as exc:
+            return usage_error(LOAD, str(exc))
+        with (
+            config.observe.live_metrics("requests", sys.stderr) as live,
+            scraper or contextlib.nullcontext(),
+        ):
+            for spec in specs:
+                progress = Progress(
+                    f"load {spec.mode}",
+                    total=spec.requests,
+                    unit="requests",
+                    duration_s=spec.duration_s,
+                )
+                shards[spec.mode] = run_processes(spec, config.processes, progress, live)
+        if scraper is not None:
+            run = replace(run, server_metrics=scraper.to_json())
     finally:
         if server is not None:
             server.stop()

@@ -33,6 +33,7 @@ from harness.load.core.modes import Mode
 from harness.load.core.replay_options import Endpoint, ReplayOptions
 from harness.load.core.rollout_driver import replay_rollout
 from harness.load.core.session import HttpClientPool
+from harness.load.live_metrics import LiveMetrics, MetricsServer
 from harness.load.locust_glue import PAYLOAD_KEY, AsyncioBridge, Collector, build_locust_result
 from harness.results.paths import portable_path
 from harness.results.schema import utc_now_iso
@@ -80,6 +81,13 @@ def _options(parser: Any) -> None:
     group.add_argument("--wsmode-label", default="locust")
     group.add_argument("--wsmode-name", default="", help="target name (default: from --host)")
     group.add_argument(
+        "--wsmode-metrics-port",
+        type=int,
+        default=None,
+        help="serve live metrics in Prometheus text format on 127.0.0.1:PORT/metrics (the "
+        "master's view: every worker's turns as they report; harness.load.live_metrics)",
+    )
+    group.add_argument(
         "--wsmode-no-samples",
         action="store_true",
         help="ship histograms and rollouts only (no per-turn samples) from the workers",
@@ -105,6 +113,12 @@ def _init(environment: Any, **_: Any) -> None:
     collector = Collector(keep_samples=not options.wsmode_no_samples)
     _state.update(collector=collector, environment=environment, workers=set())
     _state["started_at"] = utc_now_iso()
+    port = getattr(options, "wsmode_metrics_port", None)
+    if port is not None and not isinstance(runner, WorkerRunner):  # the master's, or local
+        live = LiveMetrics(in_flight_unit="rollouts")
+        server = MetricsServer(live, port).__enter__()
+        sys.stderr.write(f"wsmode: live metrics: {server.url}\n")
+        _state.update(live=live, live_server=server)
     if isinstance(runner, MasterRunner):
 
         def on_worker_report(client_id: str, data: dict[str, Any]) -> None:
@@ -112,6 +126,8 @@ def _init(environment: Any, **_: Any) -> None:
             if payload:
                 collector.merge(payload)
                 _state["workers"].add(client_id)
+                if "live" in _state:
+                    _state["live"].observe_payload(payload)
 
         _listen(events.worker_report, on_worker_report)
         return
@@ -133,6 +149,8 @@ def _test_start(environment: Any, **_: Any) -> None:
 
 
 def _write_results(environment: Any, **_: Any) -> None:
+    if "live_server" in _state:
+        _state.pop("live_server").__exit__(None, None, None)
     if isinstance(environment.runner, WorkerRunner) or "collector" not in _state:
         return
     collector: Collector = _state["collector"]
@@ -212,15 +230,25 @@ class _RolloutUser(User):
         bridge: AsyncioBridge = _state["bridge"]
         hub_loop = gevent.get_hub().loop
 
+        live: LiveMetrics | None = _state.get("live")  # a local run's own (no master)
+
         def on_turn(turn: TurnResult) -> None:
             # called on the asyncio thread: locust's events belong to this greenlet's hub
             hub_loop.run_callback_threadsafe(self._fire_turn, turn)
+            if live is not None:
+                live.turn_ended(turn)
 
-        result = bridge.call(
-            replay_rollout(
-                rollout, self.endpoint, self.options, http_pool=_state["pool"], on_turn=on_turn
+        if live is not None:
+            live.started(self.mode)
+        try:
+            result = bridge.call(
+                replay_rollout(
+                    rollout, self.endpoint, self.options, http_pool=_state["pool"], on_turn=on_turn
+                )
             )
-        )
+        finally:
+            if live is not None:
+                live.finished(self.mode)
         self._fire_rollout(result)
         _state["collector"].add(result)
 

@@ -14,6 +14,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from harness.report.server_metrics_html import server_metrics_section
 from harness.report.svg import Bar, Series, bar_chart, cdf_chart, color, fmt_ms
 from harness.results.histograms import MetricSet
 from harness.results.page import html_page
@@ -178,6 +179,7 @@ def render_report(result: Mapping[str, Any]) -> str:
         *_split_section(analysis),
         *_ablation_section(analysis.get("ablation", [])),
         *_stages_section(analysis),
+        *server_metrics_section(bench),  # --server-metrics (report.server_metrics_html)
         *_run_section(result),
     ]
     return html_page(title=f"wsmode bench — {result['target']['name']}", css=_CSS, body=parts)

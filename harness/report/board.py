@@ -40,7 +40,9 @@ from harness.results.histograms import LatencyHistogram
 from harness.results.identity import version_number
 from harness.results.page import html_page
 from harness.results.schema import ResultsSchemaError, load_result, parse_time
+from harness.results.slo import pooled_goodput
 from harness.results.store import slug, timestamp_slug
+from harness.results.workload import latency_payload
 
 __all__ = ["Row", "Run", "build_rows", "load_runs", "render_html", "render_markdown", "write_board"]
 
@@ -243,6 +245,9 @@ def _group_notes(group: Group) -> list[str]:
             )
         for run in row.failed_runs:
             notes.append(f"{row.target}: run {run.result['label']} failed ({run.failure}).")
+        goodput = pooled_goodput((latency_payload(r.result) for r in row.bench_runs), RANK_MODE)
+        if goodput:  # --slo runs (harness.results.slo)
+            notes.append(f"{row.target}: goodput in {RANK_MODE} {goodput}.")
     return notes
 
 

@@ -1,4 +1,4 @@
-"""CLI for the report area: `wsmode gate`, `wsmode board`, `wsmode results list|show`."""
+"""CLI for the report area: `wsmode gate`, `wsmode board`, `wsmode results list|show|compare`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.progress import MAX_COLUMNS
-from harness.report import board, gate, gate_micro
+from harness.report import board, gate, gate_micro, runs_report
 from harness.report.gate_text import render_markdown, render_text
+from harness.results import llmd_report, runs_compare
 from harness.results.schema import ResultsSchemaError, dumps_result, load_result, ttft_definition
 from harness.results.store import list_results
 from harness.results.work import equal_pairs_note
@@ -48,6 +49,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sp.add_argument("file", metavar="FILE", help="a results file (.json)")
     sp.add_argument("--json", action="store_true", help="print the validated JSON instead")
     sp.set_defaults(handler=results_show)
+    add_compare_parser(sub)
+    add_llmd_parser(sub)
     results.set_defaults(group=results)  # `wsmode results` alone: harness.cli shows its help
 
 
@@ -149,6 +152,68 @@ def board_main(
 
 
 # -- wsmode results --------------------------------------------------------------------------------
+def add_compare_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cp = sub.add_parser(
+        "compare",
+        help="bench or load runs side by side: per mode and metric, with intervals and the "
+        "equal-work check",
+        description=runs_compare.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cp.add_argument("files", nargs="+", metavar="FILE", help="results files; the first is A")
+    cp.add_argument("--html", metavar="OUT", help="also write the comparison as an HTML page")
+    cp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    cp.set_defaults(handler=results_compare)
+
+
+def add_llmd_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    lp = sub.add_parser(
+        "llmd-report",
+        help="a bench or load results file as llm-d-benchmark Benchmark Reports (v0.2.1), one "
+        "per mode",
+        description=llmd_report.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    lp.add_argument("file", metavar="FILE", help="a bench or load results file (.json)")
+    lp.add_argument(
+        "--out", metavar="DIR", help="where to write them (default: beside FILE)", default=None
+    )
+    lp.set_defaults(handler=results_llmd)
+
+
+def results_llmd(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Writes FILE's stem + `.<mode>.llmd-br-v0.2.1.json`, each validated against the schema."""
+    out = out or sys.stdout
+    prog = "wsmode results llmd-report"
+    try:
+        reports = llmd_report.llmd_reports(load_result(args.file))
+    except (ResultsSchemaError, ValueError) as exc:
+        return usage_error(prog, str(exc))
+    folder = Path(args.out) if args.out else Path(args.file).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    for mode, report in reports.items():
+        path = folder / f"{Path(args.file).stem}.{mode}.llmd-br-v0.2.1.json"
+        path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        out.write(f"{mode}: {path}\n")
+    return 0
+
+
+def results_compare(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    prog = "wsmode results compare"
+    try:
+        results = [load_result(f) for f in args.files]
+        comparison = runs_compare.compare_runs(results, args.files, seed=args.seed)
+    except (ResultsSchemaError, runs_compare.CompareInputError) as exc:
+        return usage_error(prog, str(exc))
+    out.write(runs_report.render_text(comparison))
+    if args.html:
+        try:
+            Path(args.html).write_text(runs_report.render_html(comparison), encoding="utf-8")
+        except OSError as exc:
+            return usage_error(prog, f"cannot write {args.html}: {exc.strerror or exc}")
+        out.write(f"report: {args.html}\n")
+    return 0
 
 
 def results_list(args: argparse.Namespace, out: TextIO | None = None) -> int:

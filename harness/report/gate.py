@@ -5,7 +5,8 @@ much a percentile changed, current / baseline - 1, with a seeded bootstrap 95 % 
 a regression only when the whole interval lies beyond the allowed worsening (default +10 % at
 p50, +20 % at p90), so run-to-run noise alone does not fail a build. A metric with fewer samples
 than `min_samples` (default 30) on either side is `insufficient-data`: reported, and a failure
-only with `--require-samples`. The turn error rate is compared too (in percentage points).
+only with `--require-samples`. The turn error rate is compared too (in percentage points), and
+with `--slo` in the current run its goodput per mode (report/gate_goodput.py).
 
 Metrics (latency: higher is worse; speedup: lower is worse):
     ttft_ms, itl_ms, turn_e2e_ms (and tpot_ms when enabled) from `samples` with ok=true,
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
+from harness.report.gate_goodput import gate_goodput
 from harness.report.gate_report import CaseFinding, GateReport, MetricFinding
 from harness.results import stats
 from harness.results.schema import LATENCY_KINDS, ttft_definition
@@ -318,6 +320,7 @@ def gate_bench(
                         mode, metric, base, cur, p, threshold, config, higher_is_better=True
                     )
                 )
+    findings += gate_goodput(b, c)  # --slo: the current run's targets (report.gate_goodput)
     return findings
 
 
@@ -407,6 +410,11 @@ def run_gate(
         report.notes.append("the runs were measured on different CPUs")
     if report.kind in LATENCY_KINDS:
         report.metrics = gate_bench(baseline, current, config)
+        report.notes += [
+            f"{f.mode} goodput: {f.note}"
+            for f in report.metrics
+            if f.metric == "goodput" and f.note
+        ]
     else:
         report.cases = gate_certify(baseline, current, strict=strict)
     return report

@@ -11,7 +11,7 @@ from harness.results.table import Column, legend, render
 def _fmt_value(f: MetricFinding, value: float | None) -> str:
     if value is None:
         return "—"
-    if f.metric == "error_rate":
+    if f.metric in ("error_rate", "goodput"):
         return f"{value:.2f}%"
     if f.metric.startswith("speedup"):
         return f"{value:.3f}×"
@@ -23,7 +23,7 @@ def _fmt_value(f: MetricFinding, value: float | None) -> str:
 def _fmt_change(f: MetricFinding) -> str:
     if f.change_pct is None:
         return "—"
-    unit = " pp" if f.metric == "error_rate" else "%"
+    unit = " pp" if f.metric in ("error_rate", "goodput") else "%"
     return f"{f.change_pct:+.1f}{unit}"
 
 
@@ -36,6 +36,8 @@ def _fmt_ci(f: MetricFinding) -> str:
 def _fmt_threshold(f: MetricFinding) -> str:
     if f.metric == "error_rate":
         return f"+{f.threshold_pct:g} pp"
+    if f.metric == "goodput":
+        return f"-{f.threshold_pct:g} pp"
     sign = "-" if f.higher_is_better else "+"
     return f"{sign}{f.threshold_pct:g}%"
 

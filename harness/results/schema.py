@@ -16,6 +16,11 @@ labels them with the definition they used (`first-output-event`), so every reade
 Kind `load` (a `wsmode load` run) carries the bench payload's layout under `load` (modes,
 samples, comparisons) plus `load.throughput`; both latency kinds may carry a `workload` identity
 (`harness.results.workload`), which gate and board compare.
+
+Optional sections added within version 2 (a reader that does not know them ignores them, so
+no version bump): `<kind>.slo` (goodput under `--slo`, harness.results.slo),
+`<kind>.server_metrics` (the series scraped with `--server-metrics`, harness.load.server_metrics)
+and the samples' `started_at_s` (epoch seconds of each turn's start).
 """
 
 from __future__ import annotations
@@ -497,6 +502,48 @@ def _validate_bench(bench: dict[str, Any], where: str = "bench") -> None:
         ):
             raise _fail(f"{path}.ci95", "expected [low, high] numbers or null")
         _num(comp, "ttft_improvement_pct", path, nullable=True, minimum=None)
+    if "slo" in bench:  # optional (--slo): harness.results.slo
+        _validate_slo(_obj(bench["slo"], f"{where}.slo"), f"{where}.slo")
+    if "server_metrics" in bench:  # optional (--server-metrics): harness.load.server_metrics
+        path = f"{where}.server_metrics"
+        _validate_server_metrics(_obj(bench["server_metrics"], path), path)
+
+
+def _validate_server_metrics(section: dict[str, Any], where: str) -> None:
+    _num(section, "interval_s", where, minimum=0.0)
+    _num(section, "started_at_s", where, minimum=0.0)
+    for i, source in enumerate(_list(section, "sources", where)):
+        path = f"{where}.sources[{i}]"
+        source = _obj(source, path)
+        _str(source, "url", path, nonempty=True)
+        _int(source, "scrapes", path)
+        _int(source, "failed_scrapes", path)
+        for j, series in enumerate(_list(source, "series", path)):
+            spath = f"{path}.series[{j}]"
+            series = _obj(series, spath)
+            _str(series, "name", spath, nonempty=True)
+            _obj(_get(series, "labels", spath), f"{spath}.labels")
+            for k, point in enumerate(_list(series, "points", spath)):
+                if not (
+                    isinstance(point, list) and len(point) == 2 and all(map(_is_number, point))
+                ):
+                    raise _fail(f"{spath}.points[{k}]", "expected [t_s, value] numbers")
+
+
+def _validate_slo(slo: dict[str, Any], where: str) -> None:
+    for i, target in enumerate(_list(slo, "targets", where)):
+        path = f"{where}.targets[{i}]"
+        target = _obj(target, path)
+        _str(target, "metric", path, nonempty=True)
+        _num(target, "percentile", path, minimum=0.0)
+        _num(target, "limit_ms", path, minimum=0.0)
+    for name, entry in _obj(_get(slo, "modes", where), f"{where}.modes").items():
+        path = f"{where}.modes.{name}"
+        entry = _obj(entry, path)
+        _int(entry, "turns", path)
+        _int(entry, "turns_good", path)
+        _num(entry, "turn_goodput", path, nullable=True, minimum=0.0)
+        _bool(entry, "met", path)
 
 
 def _validate_histogram(metric: str, encoded: Any, path: str) -> None:

@@ -23,8 +23,9 @@ from harness.load.core.modes import MODES, Mode, parse_modes
 from harness.load.core.rollout_requests import CALL_CAP_HEADROOM
 from harness.load.core.subagents import families, family_members
 from harness.load.core.target_watch import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
+from harness.load.observe_options import OBSERVE, ObserveOptions
 from harness.load.target_options import LOAD_PATTERN, OUTPUT, TargetOptions
-from harness.options import Alternative, option
+from harness.options import Alternative, nested, option
 from harness.results.paths import portable_path
 from harness.traces.format import Rollout
 
@@ -297,6 +298,7 @@ class BenchConfig(TargetOptions):
         group=OUTPUT,
         help="write no HTML report beside the results JSON",
     )
+    observe: ObserveOptions = field(default_factory=ObserveOptions, metadata=nested(OBSERVE))
     quiet: bool = False
     # a fresh token per run: with a target of the user's, each variant's prompts start with a
     # line of their own (variants.cache_salt), so no variant warms another's prefix cache
@@ -356,6 +358,7 @@ class BenchConfig(TargetOptions):
             "sampling": self.sampling_json(),
             "engine_metrics_url": self.engine_metrics_url,
             "cache_salt": None if self.embedded else self.cache_salt,
+            **self.observe.to_json(),
         }
 
 
@@ -378,6 +381,8 @@ def check_config(config: BenchConfig) -> None:
         raise ValueError(
             "--engine-metrics reads the counters around each variant: not with a sweep"
         )
+    if "embedded" in config.observe.server_metrics and not config.embedded:
+        raise ValueError("--server-metrics embedded: the run has no embedded server (a --target)")
     if config.ablation and not config.embedded:
         raise ValueError("--ablation needs the embedded server (it switches flags)")
     _at_least("--time-scale", config.time_scale, 0)

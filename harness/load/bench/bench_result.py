@@ -43,6 +43,8 @@ class BenchRun:
     warnings: list[str] = field(default_factory=list)  # what the run could not do as asked
     # --engine-metrics: each variant's engine prefix-cache counters (engine_cache.counter_delta)
     engine_cache: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # --server-metrics: the scraped series (harness.load.server_metrics), None without
+    server_metrics: dict[str, Any] | None = None
 
     def real_failures(self) -> list[RolloutResult]:
         """Failed rollouts other than those cut at the limit the user set (those are expected)."""
@@ -106,6 +108,8 @@ def build_result(run: BenchRun) -> dict[str, Any]:
             "metrics_url": config.engine_metrics_url,
             "variants": dict(run.engine_cache),
         }
+    if run.server_metrics is not None:
+        sections["server_metrics"] = run.server_metrics
     sections["analysis"] = {
         **_analysis_section(analysis),
         "recorded_vs_replayed": recorded_vs_replayed(run.rollouts, samples, names),
@@ -123,6 +127,7 @@ def build_result(run: BenchRun) -> dict[str, Any]:
         time_scale=config.time_scale,
         workload=bench_workload(config_section, profile),
         sections=sections,
+        slo=config.observe.slo,
     )
 
 

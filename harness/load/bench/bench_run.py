@@ -53,10 +53,13 @@ from harness.load.core.gc_policy import load_gc
 from harness.load.core.session import HttpClientPool
 from harness.load.core.target_watch import TargetWatch
 from harness.load.embedded_server import EmbeddedServer
+from harness.load.live_metrics import LiveMetrics
+from harness.load.server_metrics import ServerMetricsError
 from harness.load.target_identity import server_headers
 from harness.progress import MAX_COLUMNS, phase
 from harness.results.identity import resolve_identity
 from harness.results.schema import utc_now_iso
+from harness.results.slo import format_goodput
 from harness.results.store import write_result
 from harness.traces.format import Rollout, load_traces
 from harness.transport.target_check import CheckTarget, check_targets_now
@@ -68,14 +71,16 @@ BENCH = "wsmode bench"  # the command its usage errors name
 ReportWriter = Callable[[Mapping[str, Any], Path], Path]
 
 
-async def _warm_up_and_replay(run: BenchRun, err: TextIO) -> None:
+async def _warm_up_and_replay(run: BenchRun, err: TextIO, live: LiveMetrics | None) -> None:
     pool = HttpClientPool()
     watches: dict[str, TargetWatch] = {}
     try:
         if run.rollouts:
             with phase(f"warming up ({len(run.variants)} variants, one unrecorded turn each)", err):
                 await warm_up(run.variants, run.rollouts[0], pool, watches)
-        run.results = await run_variants(run, progress=err, http_pool=pool, watches=watches)
+        run.results = await run_variants(
+            run, progress=err, http_pool=pool, watches=watches, live=live
+        )
     finally:
         await pool.aclose()
     for url, watch in watches.items():  # one line for a target that stopped mid-run
@@ -173,7 +178,7 @@ def run_bench(
     except KeyboardInterrupt:
         err.write(f"\n{BENCH}: interrupted\n")  # as harness.cli says it
         return 130
-    except EngineMetricsError as exc:
+    except (EngineMetricsError, ServerMetricsError) as exc:
         return usage_error(BENCH, str(exc), err=err)
     result = build_result(run)
     path = write_result(config.out, result)
@@ -230,8 +235,15 @@ def _replay(config: BenchConfig, rollouts: list[Rollout], words: RunWords, err: 
         )
         run.started_at = started_at
         run.notes.extend(words.notes(config))
-        with load_gc():
-            asyncio.run(_warm_up_and_replay(run, err))
+        live = stack.enter_context(config.observe.live_metrics("rollouts", err))
+        embedded_http = servers[MAIN_SERVER].http_url if servers is not None else None
+        scraper = config.observe.scraper(config.engine_metrics_url, embedded_http)
+        if scraper is not None:
+            scraper.check_reachable()  # ServerMetricsError: one line, before any replay
+        with load_gc(), scraper or contextlib.nullcontext():
+            asyncio.run(_warm_up_and_replay(run, err, live))
+        if scraper is not None:
+            run.server_metrics = scraper.to_json()
     run.elapsed_s = time.monotonic() - t0
     return run
 
@@ -251,6 +263,9 @@ def _print_summary(out: TextIO, run: BenchRun, result: Mapping[str, Any], words:
     work = format_work(result)
     if work:
         out.write("\n" + work + "\n")
+    goodput = format_goodput(result["bench"])
+    if goodput:
+        out.write("\n" + goodput + "\n")
     failures = format_failures(result)
     if failures:
         out.write("\n" + failures + "\n")

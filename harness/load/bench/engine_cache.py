@@ -7,18 +7,21 @@ before and after each, so a variant's engine hit rate is its own: what the engin
 prefix cache, beside the cached tokens the target reported in `usage` (which a gateway may
 drop or invent). The reference server counts the same (`wsmode_prefix_cache_queries_total`,
 `wsmode_prefix_cache_hits_total`). Counters are summed over their label sets (one per model).
-One GET of a few kB per variant, off the measured turns.
+One GET of a few kB per variant, off the measured turns (`server_metrics.fetch_text`, the
+fetch of `--server-metrics`, which also scrapes this URL as one of its sources: its series over
+the whole run sit in the results beside these per-variant deltas).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
-import urllib.request
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from harness.errors import TargetError
+from harness.load.prometheus_text import parse
+from harness.load.server_metrics import fetch_text
 
 SCRAPE_TIMEOUT_S = 10.0
 # how a counter's name ends (without `_total`; any namespace before it: `vllm:`, `wsmode_`)
@@ -29,7 +32,6 @@ COUNTERS = {
     "prompt_tokens": "prompt_tokens",
     "generation_tokens": "generation_tokens",
 }
-_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
 
 class EngineMetricsError(TargetError, RuntimeError):
@@ -39,18 +41,11 @@ class EngineMetricsError(TargetError, RuntimeError):
 def parse_counters(text: str) -> dict[str, float]:
     """The counters of :data:`COUNTERS` in a Prometheus text page, summed over label sets."""
     totals: dict[str, float] = {}
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if match is None:
-            continue
-        name = match.group(1).removesuffix("_total")
+    for sample in parse(text, strict=False).samples:  # a page of another shape: its counters
+        name = sample.name.removesuffix("_total")
         key = next((k for suffix, k in COUNTERS.items() if name.endswith(suffix)), None)
-        if key is None:
-            continue
-        try:
-            totals[key] = totals.get(key, 0.0) + float(match.group(3))
-        except ValueError:
-            continue
+        if key is not None and math.isfinite(sample.value):
+            totals[key] = totals.get(key, 0.0) + sample.value
     return totals
 
 
@@ -66,17 +61,12 @@ def counter_delta(before: Mapping[str, float], after: Mapping[str, float]) -> di
     }
 
 
-def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT_S) as reply:
-        return str(reply.read().decode("utf-8", errors="replace"))
-
-
 async def read_counters(url: str) -> dict[str, float]:
     """One reading of the engine's counters; raises EngineMetricsError when unreadable."""
     if not url.startswith(("http://", "https://")):
         raise EngineMetricsError(f"--engine-metrics: expected an http(s) URL, got {url!r}")
     try:
-        text = await asyncio.to_thread(_get, url)
+        text = await asyncio.to_thread(fetch_text, url)
     except (OSError, ValueError) as exc:
         raise EngineMetricsError(f"--engine-metrics: cannot read {url}: {exc}") from None
     return parse_counters(text)

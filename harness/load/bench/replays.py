@@ -23,6 +23,7 @@ from harness.load.core.schedule import LoadPattern, interleaved, sweep
 from harness.load.core.session import HttpClientPool
 from harness.load.core.subagents import Spawn, families, family_members, run_with_spawns
 from harness.load.core.target_watch import TargetWatch
+from harness.load.live_metrics import LiveMetrics
 from harness.progress import Progress
 from harness.traces.format import Rollout
 
@@ -64,8 +65,10 @@ async def run_variants(
     progress: TextIO | None = None,
     http_pool: HttpClientPool | None = None,
     watches: dict[str, TargetWatch] | None = None,
+    live: LiveMetrics | None = None,
 ) -> list[RolloutResult]:
-    """Replay every (rollout, variant) pair with the configured schedule.
+    """Replay every (rollout, variant) pair with the configured schedule (each turn into
+    `live` too, with --metrics-port).
 
     HTTP clients come from `http_pool`, filled here with one client per concurrent rollout and
     HTTP variant before the first replay starts (building one stalls the event loop ~22 ms).
@@ -88,7 +91,7 @@ async def run_variants(
                 min(slots * widest, len(run.rollouts) * config.repeats),
             )
     # one watch per target URL (shared with the warm-up): a dead target stops its rollouts
-    replayer = FamilyReplayer(pool, watches if watches is not None else {})
+    replayer = FamilyReplayer(pool, watches if watches is not None else {}, live)
     try:
         per_job = await _schedule_jobs(run, pairs, spawns, replayer, progress)
         return [result for results in per_job for result in results]
@@ -106,9 +109,15 @@ class FamilyReplayer:
     started at its recorded offset after the parent's turn that spawns it). HTTP clients come
     from one pool; rollouts against one target URL share a `TargetWatch`."""
 
-    def __init__(self, pool: HttpClientPool, watches: dict[str, TargetWatch]) -> None:
+    def __init__(
+        self,
+        pool: HttpClientPool,
+        watches: dict[str, TargetWatch],
+        live: LiveMetrics | None = None,
+    ) -> None:
         self.pool = pool
         self.watches = watches
+        self.live = live  # --metrics-port (harness.load.live_metrics)
         self.turn_seen: Callable[[TurnResult], None] | None = None  # live progress
 
     async def __call__(self, job: Replay, intended_ns: int | None) -> list[RolloutResult]:
@@ -141,23 +150,33 @@ class FamilyReplayer:
         variant = job.variant
         url = variant.endpoint.for_mode(variant.mode)
 
+        live = self.live
+
         def on_turn(turn: TurnResult) -> None:
             job.turns.append(turn)
             if self.turn_seen is not None:
                 self.turn_seen(turn)
+            if live is not None:
+                live.turn_ended(turn)
             if turn.ok:
                 turn_ended(turn.turn_index)
 
-        job.finished = await replay_rollout(
-            job.rollout,
-            variant.endpoint,
-            variant.options,
-            name=variant.name,
-            intended_start_ns=intended_ns,
-            http_pool=self.pool,
-            on_turn=on_turn,
-            watch=self.watches.setdefault(url, TargetWatch()),
-        )
+        if live is not None:
+            live.started(variant.name)
+        try:
+            job.finished = await replay_rollout(
+                job.rollout,
+                variant.endpoint,
+                variant.options,
+                name=variant.name,
+                intended_start_ns=intended_ns,
+                http_pool=self.pool,
+                on_turn=on_turn,
+                watch=self.watches.setdefault(url, TargetWatch()),
+            )
+        finally:
+            if live is not None:
+                live.finished(variant.name)
         return job.finished
 
 

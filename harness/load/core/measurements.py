@@ -7,6 +7,7 @@ the fixed-shape load (``harness.load.fixed.conversations``) fill them.
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,8 @@ class TurnResult:
     output_cap_tokens: int | None = None  # the max_output_tokens asked for (None: no cap)
     reached_output_cap: bool = False  # ended incomplete at that cap
     cut_call: bool = False  # emitted a function call the cap cut: the rollout ended here
+    # epoch s when the turn was made (its start): latency over time beside --server-metrics
+    started_at_s: float = field(default_factory=time.time)
 
     @property
     def itl_ms(self) -> float | None:
@@ -111,6 +114,7 @@ class TurnResult:
             "output_cap_tokens": self.output_cap_tokens,
             "reached_output_cap": self.reached_output_cap,
             "cut_call": self.cut_call,
+            "started_at_s": round(self.started_at_s, 3),
         }
 
 

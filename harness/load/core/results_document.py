@@ -23,6 +23,7 @@ from harness.load.core.measurements import RolloutResult, TurnResult
 from harness.results import compare as cmp
 from harness.results.histograms import MetricSet
 from harness.results.schema import finish_result, new_result
+from harness.results.slo import SloTarget, slo_section
 from harness.results.work import equal_work_records, work_check
 
 
@@ -113,10 +114,12 @@ def build_results(
     time_scale: float | None = None,
     workload: Mapping[str, Any] | None = None,
     sections: Mapping[str, Any] | None = None,
+    slo: Sequence[SloTarget] = (),
 ) -> dict[str, Any]:
     """A validated results document of `kind` ("bench" or "load"): `modes` gives each mode's
     histograms and failed turns in table order; `sections` are the shape's own payload keys
-    (comparisons, tokens, throughput, analysis, ...), in the order they are written."""
+    (comparisons, tokens, throughput, analysis, ...), in the order they are written; `slo`
+    (--slo) adds each mode's goodput (harness.results.slo)."""
     result = new_result(
         kind, label=label, target=target, profile=profile, config=config, started_at=started_at
     )
@@ -131,4 +134,6 @@ def build_results(
     if rollouts is not None:
         payload["rollouts"] = rollouts
     payload.update(sections or {})
+    if slo:
+        payload["slo"] = slo_section(slo, samples, rollouts or [], list(modes))
     return finish_result(result)

@@ -68,6 +68,8 @@ class ShardResult:
     samples: list[dict[str, Any]] = field(default_factory=list)
     stopped: str = ""  # why the run ended early: a probe found the target dead mid-run
     tally: Any = field(default=None, repr=False, compare=False)  # live [ok, failed] (run_shard)
+    # --metrics-port: each request's start and end (harness.load.live_metrics ModeFeed/QueueFeed)
+    live: Any = field(default=None, repr=False, compare=False)
 
     def add(self, turn: TurnResult, keep_samples: int, *, open_loop: bool = False) -> None:
         """An ended request; open loop: its wait for a free slot goes into `queue_ms` (0 too)."""
@@ -284,7 +286,12 @@ class _Conversations:
         else:
             conversation = _Conversation(self.spec, next(self.numbers), self.watch)
             self.open.add(conversation)
+        live = self.out.live
+        if live is not None:
+            live.started()
         turn = await conversation.request(self.rng, self.shard, intended_ns or 0)
+        if live is not None:
+            live.ended(turn)
         self.out.add(turn, self.spec.keep_samples, open_loop=intended_ns is not None)
         self.out.note_sent(conversation.last_sent_ns, self.start_ns)
         if conversation.finished:
@@ -300,14 +307,16 @@ class _Conversations:
         self.idle.clear()
 
 
-async def run_shard(spec: LoadSpec, shard: int = 0, tally: Tally | None = None) -> ShardResult:
+async def run_shard(
+    spec: LoadSpec, shard: int = 0, tally: Tally | None = None, live: Any = None
+) -> ShardResult:
     """Run this process's share of the load; never raises for the target's misbehaviour.
 
     The requests go through the engine's scheduler (harness.load.core.schedule): the closed
     loop, or with a rate the open loop, its arrivals drawn from the same seeded source as the
     prompts. `tally` (a list, or a shared array across processes) gets the counts as requests
-    end."""
-    out = ShardResult(tally=tally)
+    end; `live` (--metrics-port) each request's start and end."""
+    out = ShardResult(tally=tally, live=live)
     rng = random.Random(spec.seed)
     # the probe after a timed-out request: at most the request timeout (a short one tests fast)
     budget = _Budget(spec, TargetWatch(probe_timeout_s=min(PROBE_TIMEOUT_S, spec.timeout_s)))
@@ -319,6 +328,8 @@ async def run_shard(spec: LoadSpec, shard: int = 0, tally: Tally | None = None) 
         await pattern.run(iter(budget.take, False), conversations.request, rng=rng)
     finally:
         await conversations.close()
+        if live is not None:
+            live.flush()
     out.ended_ns = time.monotonic_ns()
     out.cpu_s = _cpu_s() - cpu0
     watch = budget.watch  # why the run ended early: classified like the pre-run check, if it can

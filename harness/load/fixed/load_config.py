@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from harness.load.core.modes import Mode, parse_modes
 from harness.load.fixed.load_spec import SHAPE
 from harness.load.fixed.processes import default_processes
+from harness.load.observe_options import OBSERVE, ObserveOptions
 from harness.load.target_options import LOAD_PATTERN, OUTPUT, TargetOptions
-from harness.options import cli, option
+from harness.options import cli, nested, option
 
 #: how long a run without --requests or --duration-s sends
 DURATION_WITHOUT_REQUESTS_S = 10.0
@@ -56,6 +57,7 @@ class LoadConfig(TargetOptions):
     )
     out: str = option("results", "--out", group=OUTPUT, help="results root")
     label: str = option("load", "--label", group=OUTPUT, help="results file label")
+    observe: ObserveOptions = field(default_factory=ObserveOptions, metadata=nested(OBSERVE))
 
     @property
     def bounds(self) -> tuple[int | None, float | None]:

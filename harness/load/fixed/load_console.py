@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from harness.results.slo import format_goodput
 from harness.results.table import Column, legend, number, render
 from harness.results.work import describe_tokens
 
@@ -149,6 +150,9 @@ def input_tokens_by_turn(samples: Sequence[Mapping[str, Any]]) -> dict[str, list
 
 def print_load(out: TextIO, result: Mapping[str, Any]) -> None:
     out.write(format_load_table(result) + "\n")
+    goodput = format_goodput(result["load"])
+    if goodput:
+        out.write(goodput + "\n")
     for note in format_load_notes(result):
         out.write("\n".join(legend(note)) + "\n")
     out.write("\n".join(legend(LOAD_LEGEND)) + "\n")

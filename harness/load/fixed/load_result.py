@@ -15,6 +15,7 @@ from typing import Any
 from harness.load.core.results_document import build_results
 from harness.load.fixed.conversations import ShardResult
 from harness.load.fixed.load_spec import LoadSpec
+from harness.results.slo import SloTarget
 from harness.results.work import token_summary, unequal_work
 from harness.results.workload import load_workload
 
@@ -32,6 +33,8 @@ class LoadRun:
     processes: int
     started_at: str
     run_seed: int = 0
+    slo: tuple[SloTarget, ...] = ()  # --slo: goodput per mode (harness.results.slo)
+    server_metrics: dict[str, Any] | None = None  # --server-metrics: the scraped series
 
 
 def throughput(spec: LoadSpec, shard: ShardResult, processes: int) -> dict[str, Any]:
@@ -111,6 +114,7 @@ def build_load_result(
             "processes": run.processes,
             "run_seed": run.run_seed,
             "modes": modes_config,
+            "slo": [str(t) for t in run.slo],
         },
         started_at=run.started_at,
         modes={mode: (s.metrics, sum(s.failed.values())) for mode, s in shards.items()},
@@ -128,5 +132,7 @@ def build_load_result(
                 if baseline is not None and mode != baseline
                 if (flag := unequal_work(samples, baseline, mode)) is not None
             ],
+            **({"server_metrics": run.server_metrics} if run.server_metrics is not None else {}),
         },
+        slo=run.slo,
     )

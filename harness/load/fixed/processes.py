@@ -26,6 +26,7 @@ from harness.errors import TargetError
 from harness.load.core.gc_policy import load_gc
 from harness.load.fixed.conversations import ShardResult, run_shard
 from harness.load.fixed.load_spec import LoadSpec
+from harness.load.live_metrics import LiveMetrics, ModeFeed, QueueFeed, drain_queue
 from harness.progress import Progress, phase
 
 CHILD_START_TIMEOUT_S = 60.0
@@ -43,24 +44,34 @@ def default_processes() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_processes(spec: LoadSpec, processes: int, progress: Progress | None = None) -> ShardResult:
+def run_processes(
+    spec: LoadSpec,
+    processes: int,
+    progress: Progress | None = None,
+    live: LiveMetrics | None = None,
+) -> ShardResult:
     """Run `spec` split over `processes` client processes (1: in this process) and merge.
 
     With `progress`, its line follows the requests done (and failed) in every process: each
-    keeps its counts in its own slots of a shared array, read from a thread here."""
+    keeps its counts in its own slots of a shared array, read from a thread here. With `live`
+    (--metrics-port), each process sends its requests in batches on a queue drained here."""
     if processes < 1:
         raise ValueError("processes must be >= 1")
     if processes == 1:
         tally = [0, 0]
+        feed = ModeFeed(live, spec.mode) if live is not None else None
         with _following(progress, [tally]), load_gc():
-            return asyncio.run(run_shard(spec, 0, tally))
+            return asyncio.run(run_shard(spec, 0, tally, feed))
     shares = [(i, s) for i in range(processes) if (s := spec.share(i, processes)) is not None]
     ctx = mp.get_context("spawn")  # no inherited event loop, threads or sockets
     ready, results = ctx.Queue(), ctx.Queue()
+    live_queue = ctx.Queue() if live is not None else None
     start = ctx.Event()
     tallies = [ctx.Array("q", 2, lock=False) for _ in shares]
     children = [
-        ctx.Process(target=_child, args=(share, i, ready, start, results, tally), daemon=True)
+        ctx.Process(
+            target=_child, args=(share, i, ready, start, results, tally, live_queue), daemon=True
+        )
         for (i, share), tally in zip(shares, tallies, strict=True)
     ]
     with _ctrl_c_ignored():  # the children inherit it from their start: Ctrl-C is the parent's
@@ -77,7 +88,8 @@ def run_processes(spec: LoadSpec, processes: int, progress: Progress | None = No
                 ready.get(timeout=CHILD_START_TIMEOUT_S)
         start.set()
         merged = ShardResult()
-        with _following(progress, tallies):
+        draining = drain_queue(live, live_queue) if live is not None else contextlib.nullcontext()
+        with _following(progress, tallies), draining:
             for _ in children:
                 merged.merge(ShardResult.from_json(_result_of(results, children)))
         return merged
@@ -145,10 +157,17 @@ def _result_of(results: Any, children: Sequence[Any]) -> Mapping[str, Any]:
 
 
 def _child(
-    spec: LoadSpec, index: int, ready: Any, start: EventType, results: Any, tally: Any
+    spec: LoadSpec,
+    index: int,
+    ready: Any,
+    start: EventType,
+    results: Any,
+    tally: Any,
+    live_queue: Any = None,
 ) -> None:
     ready.put(index)
     start.wait()
+    feed = QueueFeed(live_queue, spec.mode) if live_queue is not None else None
     with load_gc():
-        shard = asyncio.run(run_shard(spec, index, tally))
+        shard = asyncio.run(run_shard(spec, index, tally, feed))
     results.put(shard.to_json())
