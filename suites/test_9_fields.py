@@ -99,12 +99,13 @@ async def test_time_wall_clock(ctx: CaseContext) -> None:
     level="MUST",
     category="continuation",
     title="each Response echoes its own request's previous_response_id: the parent for a "
-    "continuation, null for a new chain after one",
+    "continuation, null for a new chain after one, an older parent (store) when that is named",
     rules=("response.previous_response_id",),
 )
 async def test_echo_previous_response_id(ctx: CaseContext) -> None:
+    stored = ctx.profile.has("store")  # then the first chain can be continued later, too
     conn = await ctx.connect()
-    first = await conn.create(ctx.body())
+    first = await conn.create(ctx.body(store=stored))
     ctx.expect_completed(first, "case.expectation", "the first chain")
     item = bodies.user_message("Go on, briefly.")
     child = await conn.create(ctx.body([item], previous_response_id=first.response_id))
@@ -112,6 +113,9 @@ async def test_echo_previous_response_id(ctx: CaseContext) -> None:
     # a new chain right after a finished response: its echo is null, not the last response
     fresh = await conn.create(ctx.body())
     ctx.expect_completed(fresh, "case.expectation", "the new chain")
+    if stored:  # a continuation from an older parent (hydrated from the store): that parent
+        older = ctx.body([item], previous_response_id=first.response_id, store=True)
+        ctx.expect_completed(await conn.create(older), "case.expectation", "the older parent's")
 
 
 @case(

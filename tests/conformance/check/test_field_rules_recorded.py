@@ -1,7 +1,7 @@
 """The field rules (issue 41) over real traffic: every recording in ../shared/recorded/ and the
 committed certificates' wire logs. No finding on api.openai.com traffic (a rule that fails the
-real service is wrong, not the recording); the third-party findings are exactly the ones written
-in results/THIRD-PARTY.md and tests/protocol/recorded/README.md."""
+real service is wrong, not the recording); the third-party findings are exactly the ones below,
+written up in results/THIRD-PARTY.md (the recordings' own deviations: tests/protocol/recorded)."""
 
 from __future__ import annotations
 
