@@ -203,10 +203,13 @@ def request_problems(
     events: Iterable[Mapping[str, Any]],
     *,
     now_s: float | None = None,
+    response_id: str | None = None,
 ) -> list[Problem]:
     """One exchange's events (what a create's reader collected up to its terminal or its
     request error) judged against the create: the lane of every event, the echo of every
-    Response, and (with `now_s`, the client's unix time at the end) the wall clock."""
+    Response, and (with `now_s`, the client's unix time at the end) the wall clock. With
+    `response_id`, a Response of another id among them (a stray second terminal of the previous
+    response) is not this create's and is left out."""
     wanted_lane = request.get("stream_id")
     lane = wanted_lane if isinstance(wanted_lane, str) else None
     wanted_parent = request.get("previous_response_id")
@@ -214,20 +217,27 @@ def request_problems(
     wrong_lane: list[str] = []
     wrong_echo: list[str] = []
     final: Mapping[str, Any] | None = None
-    for event in events:
-        event_type = str(event.get("type"))
-        if not (event_type.startswith("response.") or event_type == "error"):
-            continue  # keepalives and other non-protocol frames say nothing about the lane
+    for event in events:  # on every event of every exchange the load client reads: kept lean
+        response = event.get("response")
+        if response is not None:
+            if not isinstance(response, Mapping):
+                response = None
+            elif response_id is not None and response.get("id") not in (None, response_id):
+                continue  # another response's (a stray)
         tag = event.get("stream_id")
         if tag != lane:
-            wrong_lane.append(f"{event_type} with {tag!r}")
-        response = event.get("response")
-        if isinstance(response, Mapping) and "previous_response_id" in response:
-            echoed = response.get("previous_response_id")
-            if echoed != parent:
-                wrong_echo.append(f"{event_type} echoes {echoed!r}")
-        if isinstance(response, Mapping):
+            event_type = event.get("type")
+            # keepalives and other non-protocol frames say nothing about the lane
+            if isinstance(event_type, str) and (
+                event_type.startswith("response.") or event_type == "error"
+            ):
+                wrong_lane.append(f"{event_type} with {tag!r}")
+        if response is not None:
             final = response
+            if "previous_response_id" in response:
+                echoed = response["previous_response_id"]
+                if echoed != parent:
+                    wrong_echo.append(f"{event.get('type')} echoes {echoed!r}")
     problems: list[Problem] = []
     if wrong_lane:
         rule = "lane.stream_id" if lane is not None else "lane.default_stream_id"

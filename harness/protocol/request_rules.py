@@ -34,20 +34,12 @@ def judge_exchange(
     if request.get("type") not in (None, "response.create"):
         return []
     own = response.response_id if response is not None else None
-    if own is not None:  # a stray of another response (a second terminal) is not this one's
-        events = [e for e in events if _named_response(e) in (None, own)]
     found = [
         Violation(rule_id, message)
-        for rule_id, message in request_problems(request, events, now_s=now_s)
+        for rule_id, message in request_problems(request, events, now_s=now_s, response_id=own)
     ]
     (response.violations if response is not None else stream.violations).extend(found)
     return found
-
-
-def _named_response(event: Mapping[str, Any]) -> str | None:
-    response = event.get("response")
-    response_id = response.get("id") if isinstance(response, Mapping) else None
-    return response_id if isinstance(response_id, str) else None
 
 
 @dataclass(slots=True)
