@@ -15,6 +15,7 @@ import pytest
 from bench.micro.inputs import LONG_STREAM, TEXT_STREAM, api_streams, corpus_bodies, read_stream
 from harness.protocol import wire
 from harness.protocol.accumulator import ResponseAccumulator
+from harness.protocol.request_rules import judge_exchange
 from harness.protocol.stream import StreamAccumulator
 
 CODECS = {"msgspec": True, "stdlib": False}
@@ -36,6 +37,18 @@ def test_accumulator_feed(benchmark: Any, name: str) -> None:
 
     accumulator = benchmark(feed_all)
     assert accumulator.terminal_type == "response.completed"
+
+
+@pytest.mark.parametrize("name", [TEXT_STREAM, LONG_STREAM], ids=["text-401", "reasoning-1393"])
+def test_request_rules(benchmark: Any, name: str) -> None:
+    """The field rules that need the request (`request_rules.judge_exchange`: lane, echo, wall
+    clock) over one real response's events, once per exchange on the load client's path; set
+    beside `test_accumulator_feed` of the same stream, the share they add to the checker."""
+    events = read_stream(name)
+    request = {"type": "response.create", "model": "m"}
+    benchmark.extra_info["events_per_call"] = len(events)
+    found = benchmark(lambda: judge_exchange(request, events, None, StreamAccumulator()))
+    assert found == []  # a new chain on the default lane, answered as one
 
 
 def test_stream_check(benchmark: Any) -> None:

@@ -87,6 +87,15 @@ EXPECTED: Final[dict[str, tuple[str, ...]]] = {
     ),
     "binary-crash": ("4.3.binary.refused",),
     "ignore-named-tool-choice": ("2.1.function-call.named",),
+    # Field values (issue 41): each caught by the case that brings the target into the situation.
+    "zero-output-tokens": ("3.5.usage.output-streamed",),
+    "output-over-cap": ("3.5.usage.output-cap",),
+    "details-over-total": ("3.5.usage.output-streamed", "3.5.usage.output-cap"),
+    "relist-parent-output": ("3.5.output.own-items",),  # SHOULD: caught as NON-STRICT
+    "created-at-ms": ("3.5.time.unix-seconds",),
+    "echo-last-response": ("3.5.echo.previous-response-id",),
+    "stream-id-of-last-create": ("3.5.lanes.own-stream-id",),
+    "queue-steers": ("2.2.steer.in-flight",),  # SHOULD: caught as NON-STRICT
     # The deadlock an implementer reported: the inject waits behind the response waiting for it.
     "queue-injects": (
         "2.2.inject.waiting",
@@ -106,6 +115,12 @@ EXACT_FAULTS: Final = frozenset(
         "binary-crash",
         "ignore-named-tool-choice",
         "queue-injects",
+        "zero-output-tokens",
+        "output-over-cap",
+        "details-over-total",
+        "relist-parent-output",
+        "created-at-ms",
+        "queue-steers",
     }
 )
 
@@ -120,6 +135,18 @@ class MatrixRun:
         if result is None:
             return []
         return [c["id"] for c in result["certify"]["cases"] if c["verdict"] == "FAIL"]
+
+    def caught(self, fault: str) -> list[str]:
+        """The cases that judged the fault a breach at their level: FAIL, or NON-STRICT for a
+        SHOULD case (its level's verdict for a breach, issue 41's inferred rules)."""
+        result = self.results.get(f"{CLEAN}+{fault}")
+        if result is None:
+            return []
+        return [
+            c["id"]
+            for c in result["certify"]["cases"]
+            if c["verdict"] == "FAIL" or (c["verdict"] == "NON-STRICT" and c["level"] == "SHOULD")
+        ]
 
 
 def all_faults() -> dict[str, str]:
@@ -211,10 +238,11 @@ def check_matrix(run: MatrixRun, expected: Mapping[str, Sequence[str]] = EXPECTE
             problems.append(f"{fault}: no report")
             continue
         failing = set(run.failing(fault))
-        if not failing:
+        caught = set(run.caught(fault))
+        if not caught:
             problems.append(f"{fault}: no case fails (the fault goes unnoticed)")
         for case_id in expected.get(fault, ()):
-            if case_id not in failing:
+            if case_id not in caught:
                 problems.append(f"{fault}: expected {case_id} to FAIL, it did not")
         extra = sorted(failing - set(expected.get(fault, ())))
         if fault in EXACT_FAULTS and extra:
@@ -239,7 +267,7 @@ def render_table(run: MatrixRun, expected: Mapping[str, Sequence[str]] = EXPECTE
         "|---|---|---|---|",
     ]
     for fault in run.faults:
-        failing = run.failing(fault)
+        failing = run.caught(fault)
         must = ", ".join(f"`{c}`" for c in expected.get(fault, ()))
         also = [c for c in failing if c not in expected.get(fault, ())]
         caught = (
@@ -248,8 +276,8 @@ def render_table(run: MatrixRun, expected: Mapping[str, Sequence[str]] = EXPECTE
         lines.append(f"| `{fault}` | {descriptions.get(fault, '')} | {must} | {caught} |")
     lines.append("")
     lines.append(
-        "_The last column counts every FAIL with the fault on and names those beyond the "
-        "expected catchers._"
+        "_The last column counts every FAIL with the fault on (a SHOULD case's NON-STRICT counts "
+        "too: its level's verdict for a breach) and names those beyond the expected catchers._"
     )
     return "\n".join(lines) + "\n"
 

@@ -29,6 +29,7 @@ from harness.protocol.events import (
     TERMINAL_TYPES,
     missing_fields,
 )
+from harness.protocol.field_rules import terminal_problems
 from harness.protocol.items import part_text
 from harness.protocol.state import (
     ITEM_TRANSITIONS,
@@ -416,6 +417,13 @@ class ResponseAccumulator:
         if event_type in ("response.completed", "response.incomplete"):
             self._check_output_listing(response, event)
             self._check_usage(response.get("usage"), event)
+        # the field rules (field_rules.py), registered here so every reader applies them
+        streamed = any(_has_streamed(item) for item in self.items)
+        announced = {item.item_id for item in self.items}
+        for rule_id, message in terminal_problems(
+            response, streamed_output=streamed, announced_ids=announced
+        ):
+            self._violate(rule_id, message, event)
         if event_type == "response.failed":
             error = response.get("error")
             if not (isinstance(error, dict) and "code" in error and "message" in error):
@@ -643,6 +651,20 @@ class ResponseAccumulator:
 
 
 _ITEM_DONE = "response.output_item.done"
+
+
+def _has_streamed(item: _Item) -> bool:
+    """Whether the stream carried content the model generated (text, arguments, reasoning); a
+    call a program issued (`caller.type` "program", programmatic tool calling) is not sampled."""
+    caller = (item.final or {}).get("caller")
+    if isinstance(caller, dict) and caller.get("type") == "program":
+        return False
+    parts = (*item.parts, *item.reasoning_text)
+    return any(p.done_text or any(p.pieces) for p in parts) or bool(
+        item.done_arguments or any(item.argument_pieces)
+    )
+
+
 # Required fields recordings of the older API (early 2025, PROTOCOL.md §9) do not carry.
 _LEGACY_FIELDS = ("sequence_number", "logprobs")
 

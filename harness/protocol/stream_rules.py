@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.protocol.field_rules import FIELD_RULES
 from harness.protocol.levels import StreamRuleLevel
 
 # Every rule the accumulator can report, with its level (levels.py: MUST, SHOULD, or INFO for an
@@ -88,6 +89,7 @@ RULES: dict[str, tuple[StreamRuleLevel, str]] = {
         "a beta reply carries its required fields (openai-python 3.57 beta types: steer {id, "
         "previous_response_id}, error {code, message}, the returned input)",
     ),
+    **FIELD_RULES,  # the rules about field values (issue 41), with their sources in that module
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from harness.errors import TransportError
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.errors import ApiError
+from harness.protocol.request_rules import judge_exchange
 from harness.protocol.requests import create_event
 from harness.protocol.state import Phase
 from harness.protocol.stream import RequestError, StreamAccumulator, is_request_error
@@ -123,6 +124,10 @@ async def ws_exchange(
         )
     except TransportError as exc:
         exchange.transport_error = exc
+        return exchange
+    # the field rules that need the request (echo, lane, wall clock): once, at the end
+    events = [timed.event for timed in exchange.events]
+    judge_exchange(exchange.request, events, exchange.response, stream, now_s=time.time())
     return exchange
 
 

@@ -87,10 +87,12 @@ class Interjections:
         spawn: Callable[[Coroutine[Any, Any, None]], None],
         *,
         queue_injects: bool = False,
+        queue_steers: bool = False,
     ) -> None:
         self._send = send
         self._spawn = spawn
         self._queue_injects = queue_injects  # the fault: an inject waits for its target's end
+        self._queue_steers = queue_steers  # the fault: a steer waits for its target's end
         self.live: dict[str, LiveResponse] = {}
         self.finished: OrderedDict[str, str | None] = OrderedDict()  # id -> its lane
         self.parked: dict[str, _Parked] = {}
@@ -124,6 +126,10 @@ class Interjections:
     # -- response.steer ---------------------------------------------------------------------------
     async def on_steer(self, body: dict[str, Any]) -> None:
         """Raises InvalidRequest when the steer names no target (the session sends an error)."""
+        running = self.live.get(str(body.get("previous_response_id")))
+        if running is not None and self._queue_steers:  # the fault: behind the target's end
+            self._spawn(self._steer_after_end(running, body))
+            return
         try:
             request = parse_steer(body)
         except InvalidSteerInput as bad:
@@ -156,6 +162,10 @@ class Interjections:
             await self._pending(parked.live, steer, parked.required_input)
             return
         await self._steer_failed(None, None, target, steer.raw_input, self._gone(target))
+
+    async def _steer_after_end(self, live: LiveResponse, body: dict[str, Any]) -> None:
+        await live.ended.wait()
+        await self.on_steer(body)
 
     async def _steer_failed(
         self,

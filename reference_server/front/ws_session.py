@@ -140,7 +140,12 @@ class WebSocketSession:
         )
         self.accepted = CLIENT_EVENT_TYPES | beta  # client event types this server serves
         self.interjections = (
-            Interjections(self.send, self._spawn, queue_injects=self.faults.queue_injects)
+            Interjections(
+                self.send,
+                self._spawn,
+                queue_injects=self.faults.queue_injects,
+                queue_steers=self.faults.queue_steers,
+            )
             if beta
             else None
         )

@@ -18,13 +18,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from harness.errors import ServerError
 from harness.protocol.errors import ApiError
-from harness.protocol.events import Event
+from harness.protocol.events import Event, reached_output_cap
 
 FaultKind = Literal["event", "behaviour"]
 _TERMINAL_TYPES: Final = ("response.completed", "response.incomplete", "response.failed")
@@ -64,6 +65,33 @@ class Faults:
     )
     missing_response_fields: bool = _fault(
         "event", "Response objects lack store and completed_at; empty metadata is null, not {}"
+    )
+    # the field values (issue 41): each plausible for a gateway or server to ship
+    zero_output_tokens: bool = _fault(
+        "event",
+        "the terminal's usage reports output_tokens 0 (total = input) although text streamed",
+    )
+    output_over_cap: bool = _fault(
+        "event", "a response cut by max_output_tokens reports 8 output tokens more than the cap"
+    )
+    details_over_total: bool = _fault(
+        "event", "usage.output_tokens_details.reasoning_tokens exceeds output_tokens by 1"
+    )
+    relist_parent_output: bool = _fault(
+        "event", "a continuation's terminal output lists its parent's items again before its own"
+    )
+    created_at_ms: bool = _fault(
+        "event", "created_at and completed_at are sent in milliseconds instead of unix seconds"
+    )
+    echo_last_response: bool = _fault(
+        "event",
+        "previous_response_id echoes the last response the server finished, not the request's "
+        "(wrong for a new chain or a continuation from an older parent)",
+    )
+    stream_id_of_last_create: bool = _fault(
+        "event",
+        "every event carries the stream_id of the latest create that named one (another running "
+        "lane's id; the last named lane's id on default-lane events)",
     )
     # -- behaviour faults: consulted by the session, the services, the turn pipeline -------
     close_on_request_error: bool = _fault(
@@ -108,6 +136,11 @@ class Faults:
         "behaviour",
         "response.inject waits behind the response it targets (as in a lane's FIFO): a "
         "multi-agent response waiting for that tool output deadlocks",
+    )
+    queue_steers: bool = _fault(
+        "behaviour",
+        "response.steer waits behind the response it steers (a gateway queueing client events it "
+        "does not know): the steer reaches the server after that response ended",
     )
 
     @classmethod
@@ -201,11 +234,30 @@ class InjectedFailure(ServerError):
         self.error = error
 
 
+@dataclass(slots=True)
+class FaultMemory:
+    """What the event faults that span responses remember (one per server: the kill matrix's
+    cases use one connection at a time, so the server's last response is the connection's)."""
+
+    last_finished: str | None = None  # echo-last-response
+    last_stream_id: str | None = None  # stream-id-of-last-create
+    outputs: OrderedDict[str, list[Any]] = dataclasses.field(default_factory=OrderedDict)
+
+    def remember_output(self, response_id: str, output: list[Any]) -> None:
+        self.outputs[response_id] = copy.deepcopy(output)
+        while len(self.outputs) > _REMEMBERED_OUTPUTS:
+            self.outputs.popitem(last=False)
+
+
+_REMEMBERED_OUTPUTS: Final = 64
+
+
 class EventFaults:
     """Rewrites one response's outgoing events according to the active event faults."""
 
-    def __init__(self, faults: Faults) -> None:
+    def __init__(self, faults: Faults, memory: FaultMemory | None = None) -> None:
         self.faults = faults
+        self.memory = memory if memory is not None else FaultMemory()
         self._active = faults.rewrites_events
         self._text_done_seen = False
 
@@ -233,6 +285,7 @@ class EventFaults:
             _strip_members(event["response"])
         if faults.completed_with_incomplete and kind == "response.incomplete":
             event["type"] = kind = "response.completed"  # the Response keeps status incomplete
+        self._field_faults(event, kind)
         if kind in _TERMINAL_TYPES:
             response: dict[str, Any] = event["response"]
             if faults.response_id_changes:
@@ -251,6 +304,52 @@ class EventFaults:
                 out.append(extra)
             self._text_done_seen = True
         return out
+
+    def _field_faults(self, event: Event, kind: object) -> None:
+        """The field-value faults (issue 41), on an event already copied."""
+        faults, memory = self.faults, self.memory
+        if faults.stream_id_of_last_create:
+            if kind == "response.created" and isinstance(event.get("stream_id"), str):
+                memory.last_stream_id = event["stream_id"]
+            if memory.last_stream_id is not None:
+                event["stream_id"] = memory.last_stream_id
+        response = event.get("response")
+        if not isinstance(response, dict):
+            return
+        parent = response.get("previous_response_id")
+        if faults.echo_last_response:
+            response["previous_response_id"] = memory.last_finished
+        if faults.created_at_ms:
+            for name in ("created_at", "completed_at"):
+                if isinstance(response.get(name), int):
+                    response[name] *= 1000
+        if kind not in _TERMINAL_TYPES:
+            return
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            _alter_usage(usage, response, faults)
+        own = response.get("output")
+        if faults.relist_parent_output and isinstance(own, list):
+            memory.remember_output(str(response.get("id")), own)
+            earlier = memory.outputs.get(parent) if isinstance(parent, str) else None
+            if earlier:
+                response["output"] = [*copy.deepcopy(earlier), *own]
+        memory.last_finished = str(response.get("id"))
+
+
+def _alter_usage(usage: dict[str, Any], response: dict[str, Any], faults: Faults) -> None:
+    if faults.zero_output_tokens:
+        usage.update(output_tokens=0, total_tokens=usage.get("input_tokens", 0))
+        usage["output_tokens_details"] = {"reasoning_tokens": 0}
+    cap = response.get("max_output_tokens")
+    if faults.output_over_cap and reached_output_cap(response) and isinstance(cap, int):
+        usage.update(output_tokens=cap + 8, total_tokens=usage.get("input_tokens", 0) + cap + 8)
+    if faults.details_over_total and isinstance(usage.get("output_tokens"), int):
+        details = usage.get("output_tokens_details")
+        usage["output_tokens_details"] = {
+            **(details if isinstance(details, dict) else {}),
+            "reasoning_tokens": usage["output_tokens"] + 1,
+        }
 
 
 def flatten_error(event: Event) -> Event:

@@ -25,6 +25,7 @@ from reference_server.hooks.faults import (
     AfterResponse,
     CaseBehaviour,
     EventFaults,
+    FaultMemory,
     Faults,
     flatten_error,
 )
@@ -62,6 +63,7 @@ class ServerHooks:
         self.observer = observer  # `wsmode certify-client` sets it on the server it watches
         faults = self.faults
         self.rewrites_events = faults.rewrites_events
+        self._fault_memory = FaultMemory()  # what the event faults carry across responses
         # the accept-background fault parses a create as HTTP would, where background is allowed
         self.create_transport: Transport = "http" if faults.accept_background else "ws"
         self._lingers = faults.interleave_queued or faults.drop_queued
@@ -84,7 +86,7 @@ class ServerHooks:
 
     def event_faults(self) -> EventFaults | None:
         """One response's event rewriter; None when no event fault is on."""
-        return EventFaults(self.faults) if self.rewrites_events else None
+        return EventFaults(self.faults, self._fault_memory) if self.rewrites_events else None
 
     def error_event(self, error: ApiError, stream_id: str | None) -> Event:
         """A request-scoped error as the session sends it (flat under the flat-error fault)."""

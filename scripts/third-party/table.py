@@ -35,6 +35,9 @@ passes an SSL context for a `ws://` URI and closes every socket with 1011).
 """
 
 
+KEPT_MARK = "<!-- kept: written by hand, not by this script -->"
+
+
 def latest(directory: Path) -> dict[str, Any] | None:
     reports = sorted(directory.glob("*/report.json"))
     return load_result(reports[-1]) if reports else None
@@ -82,7 +85,12 @@ def main(argv: list[str]) -> int:
         table.append(row(name, version, result))
         sections += deviations(name, result)
     text = "\n".join([HEADER, *table, "", *sections])
-    Path("results/THIRD-PARTY.md").write_text(text.rstrip() + "\n", encoding="utf-8")
+    out = Path("results/THIRD-PARTY.md")
+    # what was written by hand below the marker (findings of other runs) is kept
+    old = out.read_text(encoding="utf-8") if out.exists() else ""
+    if KEPT_MARK in old:
+        text = text.rstrip() + "\n\n" + old[old.index(KEPT_MARK) :]
+    out.write_text(text.rstrip() + "\n", encoding="utf-8")
     print(text)
     return 0
 

@@ -16,6 +16,7 @@ GATED = {
     "2.2.steer.successor": "steer",
     "2.2.steer.pending": "steer",
     "2.2.steer.failures": "steer",
+    "2.2.steer.in-flight": "steer",
     "2.2.inject.waiting": "multi_agent",
     "2.2.inject.atomic": "multi_agent",
     "2.2.inject.unknown-target": "multi_agent",
@@ -77,5 +78,6 @@ def test_the_beta_cases_pass_are_not_applicable_and_catch_a_queued_inject(
         assert case["verdict"] == "FAIL", (case_id, case["detail"])
         assert [f["rule_id"] for f in case["findings"]] == ["inject.no_deadlock"], case_id
         assert f"no answer within {EVENT_TIMEOUT_S} s" in case["detail"]
-    for case_id in ("2.2.steer.successor", "2.2.steer.pending", "2.2.steer.failures"):
+    steer_cases = ("2.2.steer.successor", "2.2.steer.pending", "2.2.steer.failures")
+    for case_id in (*steer_cases, "2.2.steer.in-flight"):
         assert faulty[case_id]["verdict"] == "PASS", (case_id, faulty[case_id]["detail"])

@@ -168,7 +168,9 @@ class StandardServer:
         input_tokens = context + words(body.get("input"))
         limit = body.get("max_output_tokens")
         tokens = min(b.tokens, limit) if isinstance(limit, int) else b.tokens
-        response = response_object(f"resp_{next(self._ids)}", body["model"], created_at=0)
+        response = response_object(
+            f"resp_{next(self._ids)}", body["model"], created_at=1_760_000_000
+        )
         emitter = ResponseEmitter(response, obfuscate=False)
         yield 0.0, emitter.created()
         yield 0.0, emitter.in_progress()
@@ -201,7 +203,7 @@ class StandardServer:
             for event in emitter.incomplete("max_output_tokens", usage):
                 yield 0.0, event
         else:
-            yield 0.0, emitter.completed(usage, completed_at=0)
+            yield 0.0, emitter.completed(usage, completed_at=1_760_000_001)
         if body.get("store"):
             self.stored.add(emitter.response_id)
 

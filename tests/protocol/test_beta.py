@@ -33,7 +33,7 @@ USAGE = {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}
 
 
 def emitter(**kwargs: Any) -> ResponseEmitter:
-    return ResponseEmitter(response_object("resp_1", "m", created_at=0), **kwargs)
+    return ResponseEmitter(response_object("resp_1", "m", created_at=1_760_000_000), **kwargs)
 
 
 # -- client events --------------------------------------------------------------------------------
@@ -145,7 +145,7 @@ def test_replies_are_numbered_in_the_response_and_pass_its_grammar_even_after_th
     events += out.begin_message("msg_1")
     events.append(out.text_delta("hi"))
     events += out.end_message()
-    events.append(out.completed(USAGE, completed_at=0))
+    events.append(out.completed(USAGE, completed_at=1_760_000_001))
     events.append(
         out.beta_event(
             "response.steer.pending",
@@ -188,7 +188,7 @@ def test_a_multi_agent_response_tags_events_and_items_and_lists_committed_output
     events += out.begin_message("msg_1")
     events.append(out.text_delta("done"))
     events += out.end_message()
-    events.append(out.completed(USAGE, completed_at=0))
+    events.append(out.completed(USAGE, completed_at=1_760_000_001))
     assert agent_name(events[0]) == "root" and agent_name(events[-1]) == "root"
     assert {agent_name(e) for e in events[2:6]} == {"worker"}
     assert agent_name(events[-2]["item"]) == "root"
@@ -243,7 +243,7 @@ def _item_events(agent: str, index: int, text: str) -> list[dict[str, Any]]:
 def test_items_of_different_agents_may_interleave(second: str, sequential: list[str]) -> None:
     first, other = _item_events("root", 0, "a"), _item_events(second, 1, "b")
     body = [e for pair in zip(first, other, strict=True) for e in pair]
-    start = response_object("resp_1", "m", created_at=0)
+    start = response_object("resp_1", "m", created_at=1_760_000_000)
     done = {
         **start,
         "status": "completed",

@@ -31,7 +31,7 @@ def test_emitter_refuses_completion_with_an_open_item() -> None:
     emitter.in_progress()
     emitter.begin_message("msg_1")
     with pytest.raises(LocalProtocolError):
-        emitter.completed(USAGE, completed_at=1)
+        emitter.completed(USAGE, completed_at=1_760_000_001)
 
 
 def test_incomplete_closes_the_open_item() -> None:
@@ -65,7 +65,7 @@ def test_refusal_message_streams_refusal_events() -> None:
     ]
     events += [emitter.text_delta("I can't "), emitter.text_delta("help with that.")]
     events += emitter.end_message()
-    events.append(emitter.completed(USAGE, completed_at=1))
+    events.append(emitter.completed(USAGE, completed_at=1_760_000_001))
     types = [e["type"] for e in events]
     assert "response.refusal.delta" in types and "response.refusal.done" in types
     assert events[-1]["response"]["output"][0]["content"] == [

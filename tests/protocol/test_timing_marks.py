@@ -32,7 +32,7 @@ def test_a_function_call_only_response_marks_its_first_arguments_delta() -> None
     events += emitter.begin_function_call("fc_1", "call_1", "run")
     events += [emitter.arguments_delta("{}")]
     events += emitter.end_function_call()
-    events.append(emitter.completed(USAGE, completed_at=1))
+    events.append(emitter.completed(USAGE, completed_at=1_760_000_001))
     assert _types(events, first_token_index(events)) == "response.function_call_arguments.delta"
 
 
@@ -41,7 +41,7 @@ def test_without_deltas_the_first_done_carrying_content_is_the_mark() -> None:
     events = [emitter.created(), emitter.in_progress(), *emitter.begin_message("msg_1")]
     emitter.text_delta("whole answer")  # built, never sent: the done events carry the text
     events += emitter.end_message()
-    events.append(emitter.completed(USAGE, completed_at=1))
+    events.append(emitter.completed(USAGE, completed_at=1_760_000_001))
     assert _types(events, first_token_index(events)) == "response.output_text.done"
 
 

@@ -41,6 +41,7 @@ from harness.conformance.check.recorded_streams import (
 )
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.levels import StreamRuleLevel
+from harness.protocol.request_rules import judge_recorded
 from harness.protocol.stream import StreamAccumulator
 from harness.protocol.stream_rules import Violation
 
@@ -217,6 +218,7 @@ def check_stream(stream: Stream) -> tuple[list[ResponseVerdict], list[CheckFindi
         for number, response in enumerate(order, start=1)
     ]
     loose = [_finding(v, placed.get(id(v))) for v in splitter.violations]
+    loose.extend(_finding(v, None) for v in judge_recorded(stream.frames))  # §3.5 request rules
     loose.extend(_sse_name_findings(stream))
     return verdicts, loose
 

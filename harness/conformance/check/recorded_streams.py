@@ -49,6 +49,9 @@ class Stream:
     events: list[Located] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     sse_names: list[tuple[str, str, Located]] = field(default_factory=list)  # (event:, type)
+    # a wire log's text frames both ways, in order ("send"/"recv", decoded JSON or None): what
+    # the request rules pair creates with (`request_rules.judge_recorded`)
+    frames: list[tuple[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -140,14 +143,16 @@ def _wire_log_streams(
     streams: dict[str, Stream] = {}
     for source, entry in expanded.entries:
         conn = str(entry.get("conn", ""))
-        if entry.get("dir") != "recv" or entry.get("kind") not in ("text", "sse"):
+        if entry.get("kind") not in ("text", "sse") or conn in expanded.unjudgeable:
             continue
-        if conn in expanded.unjudgeable:
+        label = f"{prefix}conn {conn}".strip()
+        stream = streams.setdefault(label, Stream(label))
+        if entry.get("kind") == "text":
+            stream.frames.append((str(entry.get("dir")), _decoded(entry.get("data"))))
+        if entry.get("dir") != "recv":
             continue
         line = entries[source][0]
         where = f"line {line}" if line is not None else f"{prefix}entry {source + 1}"
-        label = f"{prefix}conn {conn}".strip()
-        stream = streams.setdefault(label, Stream(label))
         _add_wire_entry(name, stream, entry, line, where)
     result = Streams(list(streams.values()))
     for conn, why in expanded.unjudgeable.items():
@@ -156,6 +161,13 @@ def _wire_log_streams(
             "`wsmode certify --full-wire-log` keeps every frame)".strip()
         )
     return result
+
+
+def _decoded(data: Any) -> Any:
+    try:
+        return json.loads(str(data))
+    except ValueError:
+        return None
 
 
 def _add_wire_entry(

@@ -256,6 +256,12 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
         "SHOULD",
         "an inject to a finished response is refused with response_already_completed",
     ),
+    "steer.in_flight": (
+        "SHOULD",
+        "a steer sent while its response runs is answered (accepted, or failed) before that "
+        "response's terminal event, not queued behind it (issue 41; inferred from the "
+        'reference\'s "the active response may finish at a safe output boundary")',
+    ),
     "beta.answered": (
         "MAY",
         "a steer or inject to a target without the capability is answered (an error event, or a "

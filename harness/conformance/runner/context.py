@@ -35,6 +35,7 @@ from harness.errors import TargetError, TransportError
 from harness.protocol.accumulator import ResponseAccumulator, Violation
 from harness.protocol.errors import ApiError
 from harness.protocol.events import TERMINAL_TYPES, reached_output_cap
+from harness.protocol.request_rules import judge_exchange
 from harness.protocol.requests import create_event
 from harness.protocol.stream import RequestError
 from harness.results.schema import utc_now_iso
@@ -137,7 +138,7 @@ class Conn:
             routed = self.stream.feed(timed.event)
             if isinstance(routed, RequestError):
                 exchange.request_error = routed.error
-                return exchange
+                return self._judged(exchange)
             if isinstance(routed, ResponseAccumulator):
                 stray = routed.event_count == 1 and timed.type in TERMINAL_TYPES
                 if stray:
@@ -145,7 +146,13 @@ class Conn:
                 exchange.response = routed
                 if routed.done or timed.type in TERMINAL_TYPES:
                     exchange.terminal = timed.event
-                    return exchange
+                    return self._judged(exchange)
+
+    def _judged(self, exchange: CaseExchange) -> CaseExchange:
+        """The field rules that need the request (echo, lane, wall clock), filed once."""
+        events = [t.event for t in exchange.events]
+        judge_exchange(exchange.request, events, exchange.response, self.stream, now_s=time.time())
+        return exchange
 
     async def create(
         self, body: Mapping[str, Any], *, timeout_s: float | None = None

@@ -12,7 +12,9 @@ USAGE = {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0, "cache_
 
 
 def complete(**fields: Any) -> dict[str, Any]:
-    base = response_object("resp_1", "m", created_at=0, status="completed", completed_at=1)
+    base = response_object(
+        "resp_1", "m", created_at=1_760_000_000, status="completed", completed_at=1_760_000_001
+    )
     return {**base, "store": False, "usage": USAGE, **fields}
 
 

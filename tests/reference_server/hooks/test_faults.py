@@ -42,7 +42,7 @@ def test_each_fault_name_switches_exactly_its_own_flag(name: str) -> None:
 
 def test_the_tables_split_the_faults_by_kind() -> None:
     assert EVENT_FAULTS.keys().isdisjoint(BEHAVIOUR_FAULTS)
-    assert len(ALL_FAULTS) == len(Faults.__dataclass_fields__) == 27
+    assert len(ALL_FAULTS) == len(Faults.__dataclass_fields__) == 35
     assert all(ALL_FAULTS.values())  # every fault says what it breaks
 
 
@@ -100,7 +100,7 @@ def test_each_message_is_classified_once(monkeypatch: pytest.MonkeyPatch) -> Non
     async def send(*events: Event) -> None:
         sent.extend(events)
 
-    emitter = ResponseEmitter(response_object("resp_1", "m", created_at=0))
+    emitter = ResponseEmitter(response_object("resp_1", "m", created_at=1_760_000_000))
     out = Outbox(send, EventFaults(Faults()))
     run(out.emit([emitter.created(), emitter.in_progress()]))
     decoded = run(inference.decode(plan, emitter, out, time.perf_counter(), ServerMetrics()))
@@ -111,7 +111,7 @@ def test_each_message_is_classified_once(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def _terminal(kind: str, **fields: Any) -> Event:
-    response = response_object("resp_1", "m", created_at=0, store=False, **fields)
+    response = response_object("resp_1", "m", created_at=1_760_000_000, store=False, **fields)
     return {"type": kind, "sequence_number": 5, "response": response}
 
 

@@ -27,7 +27,7 @@ def _decode_writes(script: list[dict[str, Any]], **profile: Any) -> tuple[list[l
         writes.append([str(event["type"]) for event in events])
 
     async def respond() -> Outbox:
-        emitter = ResponseEmitter(response_object("resp_1", "m", created_at=0))
+        emitter = ResponseEmitter(response_object("resp_1", "m", created_at=1_760_000_000))
         out = Outbox(send, EventFaults(Faults()))
         await out.emit([emitter.created(), emitter.in_progress()], hold=True)
         await inference.decode(plan, emitter, out, time.perf_counter(), ServerMetrics())

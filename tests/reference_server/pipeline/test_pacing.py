@@ -38,7 +38,7 @@ def _deltas(pacer: DeltaPacer | None, **profile: Any) -> tuple[list[str], list[f
                 written.append(time.perf_counter())
 
     async def respond() -> None:
-        emitter = ResponseEmitter(response_object("resp_1", "m", created_at=0))
+        emitter = ResponseEmitter(response_object("resp_1", "m", created_at=1_760_000_000))
         out = Outbox(send, EventFaults(Faults()))
         await out.emit([emitter.created(), emitter.in_progress()], hold=True)
         await inference.decode(
