@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -34,7 +35,8 @@ def full_stream(response_id: str = "resp_1") -> list[dict[str, Any]]:
     events += emitter.begin_function_call("fc_1", "call_1", "read_file")
     events += [emitter.arguments_delta('{"path":'), emitter.arguments_delta('"a.py"}')]
     events += emitter.end_function_call()
-    events.append(emitter.completed(USAGE, completed_at=1_700_000_001))
+    # a copy: tests edit the terminal's usage in place, and USAGE is shared by every module
+    events.append(emitter.completed(copy.deepcopy(USAGE), completed_at=1_700_000_001))
     return events
 
 

@@ -201,7 +201,7 @@ class BenchConfig(TargetOptions):
         help="each turn asks max_output_tokens = its recorded output tokens x this (at least "
         "16; a turn with a recorded call twice that; not with --script, whose output is the "
         "recorded one); turns that produced more or less are reported, and a call cut anyway "
-        "ends its rollout in every mode (docs/OUTPUT-CAPS.md)",
+        "ends its rollout in every mode",
         alternatives=[
             Alternative(
                 "--no-output-cap",
