@@ -23,7 +23,7 @@ shared the cause). Unreadable input raises `UnreadableInput` naming the file and
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,9 +199,15 @@ def _yaml_container(name: str, text: str) -> dict[str, Any]:
 
 
 # -- judging ------------------------------------------------------------------------------------
-def check_stream(stream: Stream) -> tuple[list[ResponseVerdict], list[CheckFinding]]:
-    """Every response of one stream, judged; and the findings that belong to no response."""
-    splitter = StreamAccumulator()
+def check_stream(
+    stream: Stream, seen_responses: Collection[str] = ()
+) -> tuple[list[ResponseVerdict], list[CheckFinding]]:
+    """Every response of one stream, judged; and the findings that belong to no response.
+    `seen_responses` are the ids of the recording's earlier streams: a stream continuing one
+    of them is a resumed one (as is one whose request said `starting_after`)."""
+    splitter = StreamAccumulator(
+        starting_after=stream.starting_after, seen_responses=seen_responses
+    )
     order: list[ResponseAccumulator] = []
     first_event: dict[int, Located] = {}
     placed: dict[int, Located] = {}  # id(violation) -> where its first offending event was
@@ -272,8 +278,10 @@ def check_file(path: str | Path) -> FileReport:
     found = read_streams(path)
     report.skipped = found.skipped
     report.notes.extend(found.notes)
+    seen: set[str] = set()
     for stream in found.streams:
-        verdicts, loose = check_stream(stream)
+        verdicts, loose = check_stream(stream, seen)
+        seen.update(v.response_id for v in verdicts if v.response_id is not None)
         report.responses.extend(verdicts)
         report.findings.extend(loose)
         report.notes.extend(f"{stream.label}: {n}" if stream.label else n for n in stream.notes)

@@ -20,6 +20,7 @@ import binascii
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from harness.conformance.check.recorded_streams import (
     Streams,
@@ -130,7 +131,9 @@ def read_container(name: str, document: Mapping[str, Any]) -> Streams:
         label = f"interaction {interaction.number}"
         why = _not_responses(name, interaction.body)
         if why is None:
-            result.streams.append(read_sse(name, (interaction.body or "").encode(), label, 0))
+            stream = read_sse(name, (interaction.body or "").encode(), label, 0)
+            stream.starting_after = starting_after(interaction.url)
+            result.streams.append(stream)
             continue
         result.skipped += 1
         shown = f"{interaction.method} {interaction.url}".strip() or "no request"
@@ -138,6 +141,15 @@ def read_container(name: str, document: Mapping[str, Any]) -> Streams:
     if not result.streams and not result.skipped:
         raise UnreadableInput(name, None, f"a {kind} without interactions")
     return result
+
+
+def starting_after(url: str) -> int | None:
+    """N of a resumed stream's request (`GET /v1/responses/{id}?stream=true&starting_after=N`)."""
+    values = parse_qs(urlsplit(url).query).get("starting_after", [])
+    try:
+        return int(values[0]) if values else None
+    except ValueError:
+        return None
 
 
 def _not_responses(name: str, body: str | None) -> str | None:

@@ -49,6 +49,7 @@ class Stream:
     events: list[Located] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     sse_names: list[tuple[str, str, Located]] = field(default_factory=list)  # (event:, type)
+    starting_after: int | None = None  # the request resumed a background stream after N
 
 
 @dataclass(slots=True)

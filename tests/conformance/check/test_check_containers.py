@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from harness.cli import main
 from harness.conformance.check.offline_check import check_file
+from tests.recorded import RECORDED, recorded
 
 FORMATS = Path(__file__).parent / "recorded_formats"
 RUBY_VCR = FORMATS / "ruby-vcr-ruby-openai-gpt-4o_streamed_responsesapi_responses.yml"
@@ -111,3 +113,25 @@ def test_other_traffic_in_a_cassette_is_skipped_and_the_rest_judged(
     (report,) = json.loads(capsys.readouterr().out)["files"]
     assert report["skipped"] == 2 and len(report["responses"]) == 1
     assert any("JSON-RPC" in note for note in report["notes"]), report["notes"]
+
+
+OPENAI_DOTNET = RECORDED / "set3" / "streams" / "openai-dotnet"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ResponsesTests__CanStreamBackgroundResponses.json",
+        "ResponsesTests__CanStreamBackgroundResponsesAsync.json",
+        "ResponsesTests__CanUseStreamingBackgroundResponses.json",
+        "ResponsesTests__CanUseStreamingBackgroundResponsesAsync.json",
+    ],
+)
+def test_real_resumed_background_streams_are_judged_from_their_resume_point(name: str) -> None:
+    report = check_file(recorded(OPENAI_DOTNET / name))
+    first, resumed = report.responses
+    assert first.verdict == "PASS"
+    assert resumed.terminal == "response.completed"
+    assert resumed.response_id == first.response_id
+    assert [f.rule_id for f in resumed.findings] == ["seq.resumed"]
+    assert resumed.verdict == "INFORMATIONAL"
