@@ -35,6 +35,7 @@ from harness.conformance.certificates.wirelog import (
     clip,
     shorten_json,
 )
+from harness.protocol.wire import loads_document
 
 MIN_RUN: Final = 4  # deltas in a run before it is collapsed (first, middle..., last)
 _PAD: Final = "obfuscation"  # a random pad per delta (api.openai.com): not rebuilt, not judged
@@ -48,7 +49,7 @@ def _event(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     if entry.get("kind") != "text" or entry.get("dir") != "recv":
         return None
     try:
-        event = json.loads(str(entry.get("data", "")))
+        event = loads_document(str(entry.get("data", "")))
     except ValueError:
         return None
     return event if isinstance(event, dict) else None

@@ -22,7 +22,6 @@ shared the cause). Unreadable input raises `UnreadableInput` naming the file and
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from harness.conformance.check.cassette_yaml import CassetteBoundExceeded, load_cassette
 from harness.conformance.check.recorded_containers import container_kind, read_container
 from harness.conformance.check.recorded_streams import (
     Located,
@@ -43,6 +43,7 @@ from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.levels import StreamRuleLevel
 from harness.protocol.stream import StreamAccumulator
 from harness.protocol.stream_rules import Violation
+from harness.protocol.wire import loads_document
 
 __all__ = ["UnreadableInput", "check_file", "expand_inputs", "render_text"]
 
@@ -178,14 +179,16 @@ _YAML_HEADS = ("interactions:", "http_interactions:", "---", "version:")
 
 def _json_document(text: str) -> Any:
     try:
-        return json.loads(text)
+        return loads_document(text)
     except ValueError:
         return None  # JSONL, or broken: read_json says which line
 
 
 def _yaml_container(name: str, text: str) -> dict[str, Any]:
     try:
-        document = yaml.safe_load(text)
+        document = load_cassette(text)
+    except CassetteBoundExceeded as exc:
+        raise UnreadableInput(name, None, f"a cassette past a reading bound: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

@@ -156,6 +156,10 @@ def _not_responses(name: str, body: str | None) -> str | None:
     """Why a recorded body is not a Responses event stream; None when it is one."""
     if body is None:
         return "no text body"
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError:  # a HAR's binary body, exported as text with lone surrogates
+        return "a binary body (not UTF-8 text)"
     if "\ndata:" not in "\n" + body:
         return "not an event stream"
     try:

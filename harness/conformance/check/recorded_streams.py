@@ -11,13 +11,13 @@ that cannot be judged (its wire log lost frames) is left out with a note saying 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from harness.conformance.certificates.wirelog_compact import LOSSY_MARKS, expand_entries
 from harness.errors import InputError
+from harness.protocol.wire import loads_document
 from harness.transport.sse_wire import SseParser, block_fields
 
 # A wire-log frame cut at its size limit (`wirelog.clip`) ends with this marker.
@@ -64,7 +64,7 @@ class Streams:
 # -- JSON and JSONL -----------------------------------------------------------------------------
 def read_json(name: str, text: str) -> Streams:
     try:
-        document = json.loads(text)
+        document = loads_document(text)
     except ValueError:
         document = None  # JSONL, or broken: read line by line to say which line
     report_cases = _report_cases(document)
@@ -96,9 +96,9 @@ def _jsonl_records(name: str, text: str) -> Iterator[tuple[int | None, Any]]:
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UnreadableInput(name, number, f"not a JSON object ({exc.msg})") from None
+            yield number, loads_document(line)
+        except ValueError as exc:
+            raise UnreadableInput(name, number, f"not a JSON object ({exc})") from None
 
 
 def streams_of_records(name: str, records: list[tuple[int | None, Any]], prefix: str) -> Streams:
@@ -173,7 +173,7 @@ def _add_wire_entry(
         stream.notes.append(f"{where}: frame clipped by the wire log, left out (not judged)")
         return
     try:
-        event = json.loads(data)
+        event = loads_document(data)
     except ValueError:
         stream.notes.append(f"{where}: a received frame that is not JSON (transport.garbage)")
         return
@@ -225,6 +225,8 @@ def sse_events(name: str, body: bytes, line_offset: int) -> Iterator[tuple[int, 
         if data is None or data == b"[DONE]":
             continue
         try:
-            yield start, event_name, json.loads(data.decode("utf-8"))
-        except ValueError:
-            raise UnreadableInput(name, start, "an SSE data line that is not JSON") from None
+            yield start, event_name, loads_document(data)
+        except ValueError as exc:
+            raise UnreadableInput(
+                name, start, f"an SSE data line that is not JSON ({exc})"
+            ) from None

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.protocol.wire import loads_document
 from harness.traces.converters.common import (
     TurnBuilder,
     Where,
@@ -102,7 +103,7 @@ def decoded_list(value: Any, where: Where, sub: str) -> list[Any]:
         return []
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_document(value)
         except ValueError:
             try:
                 value = ast.literal_eval(value)

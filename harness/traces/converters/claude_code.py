@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.protocol.wire import loads_document
 from harness.traces.converters.common import (
     TurnBuilder,
     Where,
@@ -426,7 +427,7 @@ def _session_of(path: Path) -> str | None:
     try:
         with path.open(encoding="utf-8") as f:
             for line in f:
-                record = json.loads(line) if line.strip() else None
+                record = loads_document(line) if line.strip() else None
                 if isinstance(record, Mapping) and isinstance(record.get("sessionId"), str):
                     return str(record["sessionId"])
     except (OSError, ValueError):

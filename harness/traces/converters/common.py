@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.protocol.items import part_text
+from harness.protocol.wire import DOCUMENT_MAX_DEPTH, WireFormatError, check_nesting, loads_document
 from harness.traces.format import (
     JSONObject,
     OutputSpec,
@@ -312,15 +313,15 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield lineno, json.loads(line)
+            yield lineno, loads_document(line)
         except (ValueError, RecursionError) as exc:
             raise TraceFormatError(_jsonl_error(text, exc), path=path, line=lineno) from None
 
 
 def _jsonl_error(text: str, exc: Exception) -> str:
     try:
-        json.loads(text)
-    except (ValueError, RecursionError):
+        loads_document(text)
+    except ValueError:
         return f"invalid JSON on this line: {exc}"
     return (
         "the file is one pretty-printed JSON document, not JSONL (one JSON object per line); "
@@ -332,7 +333,10 @@ def read_json(path: Path) -> Any:
     """One JSON document (pretty-printed or not); a JSONL file gets its own error."""
     text = read_text(path)
     try:
+        check_nesting(text, DOCUMENT_MAX_DEPTH)  # json.loads would die with RecursionError
         return json.loads(text)
+    except WireFormatError as exc:
+        raise TraceFormatError(str(exc), path=path) from None
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" and text.lstrip().startswith("{"):
             reason = "several JSON values: this looks like JSONL, expected one JSON document"

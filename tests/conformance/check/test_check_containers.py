@@ -135,3 +135,22 @@ def test_real_resumed_background_streams_are_judged_from_their_resume_point(name
     assert resumed.response_id == first.response_id
     assert [f.rule_id for f in resumed.findings] == ["seq.resumed"]
     assert resumed.verdict == "INFORMATIONAL"
+
+
+def test_a_har_with_a_binary_body_is_read_and_that_body_skipped(tmp_path: Path) -> None:
+    stream = _real_stream()
+    entries = [
+        {
+            "request": {"method": "GET", "url": "https://x/logo.png"},
+            "response": {"content": {"mimeType": "image/png", "text": "\udc89PNG\ud800"}},
+        },
+        {
+            "request": {"method": "POST", "url": "https://api.openai.com/v1/responses"},
+            "response": {"content": {"mimeType": "text/event-stream", "text": stream}},
+        },
+    ]
+    path = tmp_path / "binary.har"
+    path.write_text(json.dumps({"log": {"entries": entries}}))  # \\udc89 as an escape, as HARs do
+    report = check_file(path)
+    assert len(report.responses) == 1 and report.skipped == 1
+    assert "a binary body" in report.notes[0]

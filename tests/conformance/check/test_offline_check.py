@@ -216,3 +216,22 @@ def test_an_abridged_wire_log_is_refused_per_connection_with_a_note(tmp_path: Pa
     report = check_file(path)
     assert report.responses == []
     assert any("not judged: rows elided" in note for note in report.notes), report.notes
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("deep.json", "[" * 200_000 + "]" * 200_000, "nesting deeper than 200 levels"),
+        ("deep.jsonl", '{"a":' * 10_000 + "1" + "}" * 10_000 + "\n", "nesting deeper"),
+        ("deep.yaml", "interactions:\n  - " + "[" * 50_000 + "]" * 50_000 + "\n", "deeper than"),
+        ("deep.sse", "data: " + "[" * 5_000 + "]" * 5_000 + "\n\n", "nesting deeper"),
+    ],
+)
+def test_deep_nesting_exits_2_with_one_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, says: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"wsmode check: {path}") and says in err and "\n" not in err
