@@ -22,6 +22,7 @@ shared the cause). Unreadable input raises `UnreadableInput` naming the file and
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +46,15 @@ from harness.protocol.stream import StreamAccumulator
 from harness.protocol.stream_rules import Violation
 from harness.protocol.wire import loads_document
 
-__all__ = ["UnreadableInput", "check_file", "expand_inputs", "render_text"]
+__all__ = [
+    "UnreadableInput",
+    "check_file",
+    "exit_status",
+    "expand_inputs",
+    "file_line",
+    "render_text",
+    "summary_line",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,3 +324,48 @@ def _finding_line(finding: CheckFinding) -> str:
     return (
         f"  {finding.level:<6} {finding.rule_id:<28} {finding.where}{seq}: {finding.message}{count}"
     )
+
+
+# -- a run's outcome ----------------------------------------------------------------------------
+# Exit statuses (documented in `wsmode check --help`): a CI gate tells "a response FAILed" from
+# "a file could not be read", and both from a clean run.
+EXIT_CLEAN = 0
+EXIT_FAIL = 1
+EXIT_UNREADABLE = 2  # nothing read, a usage error, or (--strict) any file unreadable
+EXIT_SOME_UNREADABLE = 3
+EXIT_FAIL_AND_UNREADABLE = 4
+
+
+def exit_status(reports: list[FileReport], unreadable: int, *, strict: bool = False) -> int:
+    failed = any(r.must_findings for r in reports)
+    if unreadable and (strict or not reports):
+        return EXIT_UNREADABLE
+    if unreadable:
+        return EXIT_FAIL_AND_UNREADABLE if failed else EXIT_SOME_UNREADABLE
+    return EXIT_FAIL if failed else EXIT_CLEAN
+
+
+def _tally(reports: list[FileReport]) -> str:
+    verdicts = Counter(r.verdict for report in reports for r in report.responses)
+    return ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+
+
+def file_line(path: str, report: FileReport | None, unreadable: str | None) -> str:
+    """One file of a run: read (its verdicts) or unreadable (why)."""
+    if report is None:
+        return f"wsmode check: file {path}: unreadable: {unreadable or 'unknown'}"
+    tally = _tally([report]) or "no responses"
+    skipped = f", {report.skipped} interactions skipped" if report.skipped else ""
+    return f"wsmode check: file {path}: read, {len(report.responses)} responses: {tally}{skipped}"
+
+
+def summary_line(reports: list[FileReport], unreadable: int) -> str:
+    responses = sum(len(r.responses) for r in reports)
+    parts = [_tally(reports)] if reports and _tally(reports) else []
+    skipped = sum(report.skipped for report in reports)
+    if skipped:
+        parts.append(f"{skipped} interactions skipped (not Responses traffic)")
+    if unreadable:
+        parts.append(f"{unreadable} files unreadable")
+    counted = f"{responses} responses in {len(reports)} files"
+    return f"wsmode check: {counted}" + (f": {'; '.join(parts)}" if parts else "")
