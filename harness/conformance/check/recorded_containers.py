@@ -6,7 +6,9 @@
 * **HAR 1.2** (`log.entries[].response.content.text`, base64 when `encoding` says so): what
   browsers, mitmproxy and Charles export;
 * the Azure SDK **test-proxy records** (`Entries[].ResponseBody`: a list of SSE lines when the
-  response streamed).
+  response streamed);
+* Datadog's **dd-apm-test-agent cassettes**: one JSON `{request, response}` per file, the SSE
+  text in `response.body`.
 
 An interaction that is not Responses traffic (an MCP server's JSON-RPC, a chat completion, a
 JSON body rather than a stream) is skipped and counted, with a note naming it: a cassette that
@@ -53,6 +55,10 @@ def container_kind(document: Any) -> str | None:
         return "HAR"
     if isinstance(document.get("Entries"), list):
         return "test-proxy record"
+    if isinstance(document.get("request"), Mapping) and isinstance(
+        document.get("response"), Mapping
+    ):
+        return "dd-apm-test-agent cassette"
     return None
 
 
@@ -65,7 +71,9 @@ def interactions(document: Mapping[str, Any]) -> list[Interaction]:
     log = document.get("log")
     if isinstance(log, Mapping):
         return list(_har(log.get("entries") or []))
-    return list(_test_proxy(document.get("Entries") or []))
+    if isinstance(document.get("Entries"), list):
+        return list(_test_proxy(document["Entries"]))
+    return list(_vcr([document]))  # a dd-apm-test-agent cassette: one {request, response}
 
 
 def _vcr(items: list[Any]) -> Iterator[Interaction]:

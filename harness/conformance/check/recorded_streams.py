@@ -106,6 +106,8 @@ def streams_of_records(name: str, records: list[tuple[int | None, Any]], prefix:
     entries = [(line, r) for line, r in records if isinstance(r, dict) and _is_wire_entry(r)]
     if entries:
         return _wire_log_streams(name, entries, prefix)
+    if records and all(_is_fetch_hook(r) for _, r in records):
+        return Streams([_fetch_hook_stream(name, records)])
     streams: dict[str, Stream] = {}
     for position, (line, record) in enumerate(records, start=1):
         where = f"line {line}" if line is not None else f"{prefix}entry {position}"
@@ -121,6 +123,8 @@ def streams_of_records(name: str, records: list[tuple[int | None, Any]], prefix:
                 "(record with `wsmode record --events FILE` to judge what the server sent)",
             )
         if not isinstance(record.get("type"), str):
+            if len(records) == 1:  # one document: a container this reader does not know
+                raise UnreadableInput(name, line, unknown_container(record))
             raise UnreadableInput(name, line, f"{where}: a JSON object without a 'type'")
         stream = streams.setdefault(prefix, Stream(prefix))
         stream.events.append(Located(record, line, where))
@@ -129,6 +133,73 @@ def streams_of_records(name: str, records: list[tuple[int | None, Any]], prefix:
 
 def _is_wire_entry(record: Mapping[str, Any]) -> bool:
     return "dir" in record and "kind" in record and "data" in record and "type" not in record
+
+
+# The forms `wsmode check` reads, named in the message for one it does not.
+KNOWN_FORMS: Final = (
+    "JSONL or a JSON array of events",
+    "SSE text",
+    "wsmode wire logs",
+    "certify report.json",
+    "VCR.py and go-vcr cassettes",
+    "Ruby VCR cassettes (YAML or JSON)",
+    "HAR",
+    "Azure SDK test-proxy records",
+    "dd-apm-test-agent cassettes",
+    "OpenRouter fetch-hooks JSONL",
+)
+
+
+def unknown_container(document: Mapping[str, Any]) -> str:
+    keys = ", ".join(sorted(str(k) for k in document)[:8]) or "none"
+    return (
+        f"an unknown container (a JSON object with keys: {keys}); wsmode check reads: "
+        + "; ".join(KNOWN_FORMS)
+    )
+
+
+# -- OpenRouter fetch-hooks recordings ------------------------------------------------------------
+# One JSON object per line: `{"json": event}` (a parsed event), `{"text": fragment}` (raw SSE
+# text, in pieces), `{"comment": ...}` and `{"delay_ms": n}` (timing), in the order received.
+_FETCH_HOOK_KEYS: Final = frozenset({"json", "text", "comment", "delay_ms"})
+
+
+def _is_fetch_hook(record: Any) -> bool:
+    return isinstance(record, dict) and len(record) == 1 and next(iter(record)) in _FETCH_HOOK_KEYS
+
+
+def _fetch_hook_stream(name: str, records: list[tuple[int | None, Any]]) -> Stream:
+    stream = Stream("")
+    parser = SseParser()
+    for line, record in records:
+        where = f"line {line}"
+        if "json" in record:
+            event = record["json"]
+            if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+                raise UnreadableInput(name, line, f"{where}: a 'json' record without a typed event")
+            stream.events.append(Located(event, line, where))
+        elif isinstance(record.get("text"), str):
+            for block in parser.blocks(record["text"].encode()):
+                _add_fetch_hook_block(name, stream, block, line)
+    last = parser.end_block()
+    if last is not None:
+        _add_fetch_hook_block(name, stream, last, records[-1][0])
+    return stream
+
+
+def _add_fetch_hook_block(name: str, stream: Stream, block: bytes, line: int | None) -> None:
+    event_name, data = block_fields(block)
+    if data is None or data == b"[DONE]":
+        return
+    try:
+        event = loads_document(data)
+    except ValueError as exc:
+        raise UnreadableInput(name, line, f"an SSE data line that is not JSON ({exc})") from None
+    if isinstance(event, dict) and isinstance(event.get("type"), str):
+        located = Located(event, line, f"line {line}")
+        stream.events.append(located)
+        if event_name is not None:
+            stream.sse_names.append((event_name, event["type"], located))
 
 
 # -- wire logs ----------------------------------------------------------------------------------

@@ -154,3 +154,61 @@ def test_a_har_with_a_binary_body_is_read_and_that_body_skipped(tmp_path: Path) 
     report = check_file(path)
     assert len(report.responses) == 1 and report.skipped == 1
     assert "a binary body" in report.notes[0]
+
+
+def test_a_dd_apm_test_agent_cassette_is_judged_from_its_body(tmp_path: Path) -> None:
+    cassette = {
+        "request": {
+            "method": "POST",
+            "url": "https://api.openai.com/v1/responses",
+            "headers": {},
+            "body": '{"model":"gpt-4o","stream":true}',
+        },
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"Content-Type": "text/event-stream; charset=utf-8"},
+            "body": _real_stream(),
+        },
+    }
+    path = tmp_path / "openai_responses_post_1.json"
+    path.write_text(json.dumps(cassette))
+    (response,) = check_file(path).responses
+    assert response.terminal == "response.completed"
+    assert _only_response(RUBY_VCR) == (
+        response.verdict,
+        sorted({f.rule_id for f in response.findings}),
+    )
+
+
+def _fetch_hook_lines(events: list[dict[str, Any]]) -> str:
+    """OpenRouter's fetch-hooks form: the first events parsed, the rest as raw SSE fragments."""
+    lines = [{"comment": "recorded"}, {"delay_ms": 12}]
+    lines += [{"json": e} for e in events[:3]]
+    sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events[3:])
+    lines += [{"text": sse[i : i + 50]} for i in range(0, len(sse), 50)]
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def test_an_openrouter_fetch_hooks_recording_is_judged(tmp_path: Path) -> None:
+    from tests.protocol.conftest import full_stream
+
+    path = tmp_path / "fetch-hooks.jsonl"
+    events = full_stream()
+    path.write_text(_fetch_hook_lines(events))
+    (response,) = check_file(path).responses
+    assert (response.verdict, response.events) == ("PASS", len(events))
+    broken = [e for e in events if e["type"] != "response.output_text.done"]
+    path.write_text(_fetch_hook_lines(broken))
+    (response,) = check_file(path).responses
+    assert response.verdict == "FAIL"
+
+
+def test_an_unknown_container_is_named_unknown_with_the_known_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "mystery.json"
+    path.write_text(json.dumps({"recordings": [], "version": 3}))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "an unknown container (a JSON object with keys: recordings, version)" in err
+    assert "dd-apm-test-agent cassettes" in err and "OpenRouter fetch-hooks JSONL" in err
