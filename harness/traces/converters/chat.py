@@ -235,6 +235,12 @@ def load_chat(source: Any) -> ChatDoc:
 
 
 def _chat_doc(doc: Any, label: str | None) -> ChatDoc:
+    if (
+        isinstance(doc, list)
+        and doc
+        and all(isinstance(e, Mapping) and {"task_id", "traj"} <= e.keys() for e in doc)
+    ):
+        raise TraceFormatError("tau-bench results, not one chat: use --from tau-bench", path=label)
     if not isinstance(doc, Mapping):
         messages = doc
         container = "messages"
