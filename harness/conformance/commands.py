@@ -177,6 +177,16 @@ class CheckCommand:
             help="a file that cannot be read is fatal: exit status 2 whatever the others gave",
         ),
     )
+    max_record_mib: int = field(
+        default=64,
+        metadata=cli(
+            "--max-record-mib",
+            type=int,
+            metavar="MIB",
+            help="the largest JSONL line or SSE event read (memory is bounded by it); a larger "
+            "one makes its file unreadable",
+        ),
+    )
 
 
 CHECK_DOC = """Judge recorded traffic with the protocol core's rules, without a live target.
@@ -213,8 +223,12 @@ def check_main(args: argparse.Namespace) -> int:
         render_text,
         summary_line,
     )
+    from harness.conformance.check.streaming_read import MIB, ReadLimits
 
     command = from_args(CheckCommand, args)
+    if command.max_record_mib < 1:
+        return usage_error(CHECK, f"--max-record-mib must be >= 1, got {command.max_record_mib}")
+    limits = ReadLimits(max_record_bytes=command.max_record_mib * MIB)
     try:
         files = expand_inputs(list(command.files))
     except UnreadableInput as exc:
@@ -222,7 +236,7 @@ def check_main(args: argparse.Namespace) -> int:
     reports, unreadable = [], {}
     for path in files:
         try:
-            reports.append(check_file(path))
+            reports.append(check_file(path, limits))
         except UnreadableInput as exc:  # said now, the others still judged
             unreadable[path] = str(exc)
             print(f"{CHECK}: {exc}", file=sys.stderr)

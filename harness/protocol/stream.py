@@ -102,6 +102,7 @@ class StreamAccumulator:
         self.ended: dict[str | None, ResponseAccumulator] = {}  # per lane, until the next create
         self.request_errors: list[RequestError] = []
         self.abandoned: list[ResponseAccumulator] = []  # cut off by the next response's start
+        self.opened = 0  # responses opened so far (a reader may prune `finished` as it goes)
         self.violations: list[Violation] = []
         self.beta_replies: list[BetaReply] = []
         self._beta_types: set[str] = set()
@@ -155,7 +156,8 @@ class StreamAccumulator:
             active = None
         if active is None:
             active = ResponseAccumulator(raise_on=self.raise_on)
-            if self._resumes(event):
+            self.opened += 1
+            if self.opened == 1 and self._resumes(event):
                 active.resume(event, self.starting_after)
             self.current[lane] = active
         active.feed(event)
@@ -171,8 +173,6 @@ class StreamAccumulator:
         """Whether the lane's first response continues one begun before this stream: its request
         said `starting_after`, or its first event is not a start at 0 and names a response seen
         before. Anything else that starts mid-way is judged as a start (and fails)."""
-        if self.finished or self.abandoned or self.current:
-            return False  # only a stream's first response can be a continuation
         if self.starting_after is not None:
             return True
         response = event.get("response")

@@ -23,7 +23,7 @@ shared the cause). Unreadable input raises `UnreadableInput` naming the file and
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,13 @@ from harness.conformance.check.recorded_streams import (
     UnreadableInput,
     read_json,
     read_sse,
+)
+from harness.conformance.check.streaming_read import (
+    ReadLimits,
+    jsonl_events,
+    read_whole,
+    sse_events,
+    streamable_form,
 )
 from harness.protocol.accumulator import ResponseAccumulator
 from harness.protocol.levels import StreamRuleLevel
@@ -134,6 +141,9 @@ class FileReport:
         }
 
 
+DEFAULT_LIMITS = ReadLimits()
+
+
 # -- reading ------------------------------------------------------------------------------------
 RECORDED_SUFFIXES = (".jsonl", ".json", ".txt", ".sse", ".yaml", ".yml", ".har")
 
@@ -153,11 +163,11 @@ def expand_inputs(paths: list[str]) -> list[str]:
     return expanded
 
 
-def read_streams(path: str | Path) -> Streams:
-    """The streams in one file, whatever its form; UnreadableInput when it has none."""
+def read_streams(path: str | Path, limits: ReadLimits = DEFAULT_LIMITS) -> Streams:
+    """The streams in one file read whole, whatever its form; UnreadableInput when it has none."""
     name = str(path)
     try:
-        raw = Path(path).read_bytes()
+        raw = read_whole(name, Path(path), limits)
     except OSError as exc:
         raise UnreadableInput(name, None, exc.strerror or str(exc)) from None
     try:
@@ -217,26 +227,65 @@ def check_stream(
     """Every response of one stream, judged; and the findings that belong to no response.
     `seen_responses` are the ids of the recording's earlier streams: a stream continuing one
     of them is a resumed one (as is one whose request said `starting_after`)."""
-    splitter = StreamAccumulator(
-        starting_after=stream.starting_after, seen_responses=seen_responses
+    verdicts, loose = check_events(
+        stream.label, stream.events, stream.starting_after, seen_responses
     )
-    order: list[ResponseAccumulator] = []
+    loose.extend(_sse_name_findings(stream))
+    return verdicts, loose
+
+
+def check_events(
+    label: str,
+    events: Iterable[Located],
+    starting_after: int | None = None,
+    seen_responses: Collection[str] = (),
+) -> tuple[list[ResponseVerdict], list[CheckFinding]]:
+    """Judge events as they come: a response is judged and let go once it has ended and its
+    lane moved on, so memory holds only the responses still open (a streamed file's bound)."""
+    splitter = StreamAccumulator(starting_after=starting_after, seen_responses=seen_responses)
+    numbers: dict[int, int] = {}  # id(response) -> its 1-based number in the stream
     first_event: dict[int, Located] = {}
     placed: dict[int, Located] = {}  # id(violation) -> where its first offending event was
-    for located in stream.events:
+    verdicts: list[tuple[int, ResponseVerdict]] = []
+    for located in events:
         response = splitter.feed(located.event)
         if isinstance(response, ResponseAccumulator) and id(response) not in first_event:
             first_event[id(response)] = located
-            order.append(response)
+            numbers[id(response)] = splitter.opened
         for violation in splitter.all_violations():
             placed.setdefault(id(violation), located)
-    verdicts = [
-        _verdict(stream.label, number, response, first_event[id(response)], placed)
-        for number, response in enumerate(order, start=1)
-    ]
+        if len(splitter.finished) > len(splitter.ended):
+            _let_go(splitter, label, numbers, first_event, placed, verdicts)
+    for response in (*splitter.finished, *splitter.abandoned, *splitter.current.values()):
+        key = id(response)
+        if key in first_event:
+            verdict = _verdict(label, numbers[key], response, first_event[key], placed)
+            verdicts.append((numbers[key], verdict))
     loose = [_finding(v, placed.get(id(v))) for v in splitter.violations]
-    loose.extend(_sse_name_findings(stream))
-    return verdicts, loose
+    return [v for _, v in sorted(verdicts, key=lambda pair: pair[0])], loose
+
+
+def _let_go(
+    splitter: StreamAccumulator,
+    label: str,
+    numbers: dict[int, int],
+    first_event: dict[int, Located],
+    placed: dict[int, Located],
+    verdicts: list[tuple[int, ResponseVerdict]],
+) -> None:
+    """Judge the finished responses no lane still refers to, and forget them."""
+    still = {id(r) for r in splitter.ended.values()}
+    keep = []
+    for response in splitter.finished:
+        key = id(response)
+        if key in still or key not in first_event:
+            keep.append(response)
+            continue
+        number = numbers.pop(key)
+        verdicts.append((number, _verdict(label, number, response, first_event.pop(key), placed)))
+        for violation in response.violations:
+            placed.pop(id(violation), None)
+    splitter.finished = keep
 
 
 def _verdict(
@@ -284,10 +333,29 @@ def _sse_name_findings(stream: Stream) -> list[CheckFinding]:
     ]
 
 
-def check_file(path: str | Path) -> FileReport:
-    """Read and judge one file; UnreadableInput when it cannot be read."""
+def check_file(path: str | Path, limits: ReadLimits = DEFAULT_LIMITS) -> FileReport:
+    """Read and judge one file; UnreadableInput when it cannot be read. JSONL of events and SSE
+    text are judged as they are read (`streaming_read`), any other form read whole."""
     report = FileReport(str(path))
-    found = read_streams(path)
+    name = str(path)
+    try:
+        form = streamable_form(Path(path), limits)
+    except OSError as exc:
+        raise UnreadableInput(name, None, exc.strerror or str(exc)) from None
+    if form is not None:
+        stream = Stream("")
+        events = (
+            jsonl_events(name, Path(path), limits)
+            if form == "jsonl"
+            else sse_events(name, Path(path), limits, stream.sse_names)
+        )
+        counted = _Counted(events)
+        report.responses, report.findings = check_events("", counted)
+        report.findings.extend(_sse_name_findings(stream))
+        if not counted.seen:
+            raise UnreadableInput(name, None, "no Responses events found (JSONL, SSE, wire log)")
+        return report
+    found = read_streams(path, limits)
     report.skipped = found.skipped
     report.notes.extend(found.notes)
     seen: set[str] = set()
@@ -298,6 +366,19 @@ def check_file(path: str | Path) -> FileReport:
         report.findings.extend(loose)
         report.notes.extend(f"{stream.label}: {n}" if stream.label else n for n in stream.notes)
     return report
+
+
+class _Counted:
+    """Events passed through, counted (a file with none is not a recording)."""
+
+    def __init__(self, events: Iterable[Located]) -> None:
+        self.events = events
+        self.seen = 0
+
+    def __iter__(self) -> Iterator[Located]:
+        for located in self.events:
+            self.seen += 1
+            yield located
 
 
 def render_text(report: FileReport) -> list[str]:
