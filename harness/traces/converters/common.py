@@ -305,17 +305,45 @@ def req_str(obj: Mapping[str, Any], key: str, where: Where, *, empty_ok: bool = 
     return value
 
 
+# The longest JSONL line a converter reads: memory is bounded by it (and by the rollouts built).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, value) of each non-blank line; a file holding one pretty-printed JSON
-    document is told apart from a broken JSONL line."""
-    text = read_text(path)
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield lineno, loads_document(line)
-        except (ValueError, RecursionError) as exc:
-            raise TraceFormatError(_jsonl_error(text, exc), path=path, line=lineno) from None
+    """(line number, value) of each non-blank line, read one line at a time; a file holding one
+    pretty-printed JSON document is told apart from a broken JSONL line."""
+    try:
+        with path.open("rb") as f:
+            lineno = 0
+            while line := f.readline(MAX_LINE_BYTES + 1):
+                lineno += 1
+                if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                    raise TraceFormatError(
+                        f"a line longer than {MAX_LINE_BYTES // 1024 // 1024} MiB",
+                        path=path,
+                        line=lineno,
+                    )
+                if not line.strip():
+                    continue
+                yield lineno, _jsonl_value(path, lineno, line)
+    except IsADirectoryError:
+        raise TraceFormatError("is a directory, expected a file", path=path) from None
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror}", path=path) from None
+
+
+def _jsonl_value(path: Path, lineno: int, line: bytes) -> Any:
+    try:
+        text = line.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(f"not UTF-8 text: {exc.reason}", path=path, line=lineno) from None
+    try:
+        return loads_document(text)
+    except ValueError as exc:
+        # a pretty-printed document fails at line 1: tell it apart (when small enough to read)
+        small = lineno == 1 and path.stat().st_size <= MAX_LINE_BYTES
+        whole = read_text(path) if small else ""
+        raise TraceFormatError(_jsonl_error(whole, exc), path=path, line=lineno) from None
 
 
 def _jsonl_error(text: str, exc: Exception) -> str:
