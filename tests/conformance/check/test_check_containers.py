@@ -212,3 +212,30 @@ def test_an_unknown_container_is_named_unknown_with_the_known_ones(
     err = capsys.readouterr().err
     assert "an unknown container (a JSON object with keys: recordings, version)" in err
     assert "dd-apm-test-agent cassettes" in err and "OpenRouter fetch-hooks JSONL" in err
+
+
+VCRPY_ISTR = FORMATS / "vcrpy-dd-trace-py-istr-headers-completions-400.yaml"
+DD_TEST_AGENT = FORMATS / "dd-apm-test-agent-dd-trace-py-completions-400.json"
+
+
+@pytest.mark.parametrize("path", [VCRPY_ISTR, DD_TEST_AGENT])
+def test_real_python_tagged_and_test_agent_cassettes_are_read(path: Path) -> None:
+    report = check_file(path)
+    assert report.responses == [] and report.skipped == 1
+    assert "(POST https://api.openai.com/v1/completions): skipped" in report.notes[0]
+
+
+def test_a_ruby_vcr_body_stored_as_binary_is_judged_like_its_text(tmp_path: Path) -> None:
+    """The real Ruby VCR cassette with its body as Psych writes an ASCII-8BIT string."""
+    text = RUBY_VCR.read_text(encoding="utf-8")
+    encoded = base64.b64encode(_real_stream().encode()).decode()
+    lines = "".join(f"        {encoded[i : i + 60]}\n" for i in range(0, len(encoded), 60))
+    start = text.index("      encoding: UTF-8\n      string: |+", text.index("  response:"))
+    end = text.index("  recorded_at:", start)
+    binary = (
+        text[:start] + "      encoding: ASCII-8BIT\n      string: !binary |-\n" + lines + text[end:]
+    )
+    assert "!binary" in binary and "event: response.created" not in binary
+    path = tmp_path / "binary.yml"
+    path.write_text(binary)
+    assert _only_response(path) == _only_response(RUBY_VCR)
