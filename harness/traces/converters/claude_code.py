@@ -8,9 +8,11 @@ bookkeeping records (``summary``, ``file-history-snapshot``, ``queue-operation``
 all carrying the request's ``message.id``: the blocks of one id are one model request.
 
 Sub-agents (the ``Task`` tool) write their own transcripts: ``<session-id>/subagents/agent-*.jsonl``
-(Claude Code 2.x), ``agent-*.jsonl`` beside the session with its ``sessionId`` (1.x), or sidechain
-records inside the session file. Each becomes a rollout linked to the ``Task`` call that spawned
-it (``meta.parent_rollout``, ``spawned_after_turn``, ``start_after_turn_ms``, ``spawn_call_id``,
+or ``<file stem>/subagents/agent-*.jsonl`` (Claude Code 2.x), ``agent-*.jsonl`` beside the session
+with its ``sessionId`` (1.x), or sidechain records inside the session file. A sub-agent's
+transcript given alone (every record a sidechain) converts on its own, naming its parent
+session. Each becomes a rollout linked to the ``Task`` call that spawned it
+(``meta.parent_rollout``, ``spawned_after_turn``, ``start_after_turn_ms``, ``spawn_call_id``,
 ``link``: how the call was found). The mapping is tabled in ``traces/README.md``.
 """
 
