@@ -28,7 +28,7 @@ import argparse
 import datetime as dt
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +40,7 @@ from harness.options import add_options, cli, from_args
 from harness.usage import CommandParser, usage_error
 
 if TYPE_CHECKING:
+    from harness.conformance.check.offline_check import ResponseVerdict
     from harness.conformance.model.verdict import CaseMeta
 
 SUITES_DIR = suites_dir()
@@ -211,6 +212,15 @@ Exit status:
 """
 
 
+def _print_verdict(path: str) -> Callable[[ResponseVerdict], None]:
+    from harness.conformance.check.offline_check import render_response
+
+    def say(verdict: ResponseVerdict) -> None:
+        print("\n".join(render_response(path, verdict)))
+
+    return say
+
+
 def check_main(args: argparse.Namespace) -> int:
     import json
 
@@ -236,7 +246,9 @@ def check_main(args: argparse.Namespace) -> int:
     reports, unreadable = [], {}
     for path in files:
         try:
-            reports.append(check_file(path, limits))
+            # Text: each streamed verdict printed as made, so memory stays flat (JSON keeps all).
+            say = None if command.json else _print_verdict(path)
+            reports.append(check_file(path, limits, say))
         except UnreadableInput as exc:  # said now, the others still judged
             unreadable[path] = str(exc)
             print(f"{CHECK}: {exc}", file=sys.stderr)

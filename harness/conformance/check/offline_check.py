@@ -23,7 +23,7 @@ shared the cause). Unreadable input raises `UnreadableInput` naming the file and
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,11 +125,18 @@ class FileReport:
     findings: list[CheckFinding] = field(default_factory=list)  # of no single response
     notes: list[str] = field(default_factory=list)
     skipped: int = 0  # interactions of a container that are not Responses traffic
+    # Responses handed to `check_file`'s `on_verdict` as judged and not kept: their count.
+    said: Counter[str] = field(default_factory=Counter)
+    said_must: int = 0  # their MUST findings
 
     @property
     def must_findings(self) -> int:
         every = [*self.findings, *(f for r in self.responses for f in r.findings)]
-        return sum(1 for f in every if f.level == "MUST")
+        return self.said_must + sum(1 for f in every if f.level == "MUST")
+
+    @property
+    def verdicts(self) -> Counter[str]:
+        return self.said + Counter(r.verdict for r in self.responses)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -239,9 +246,11 @@ def check_events(
     events: Iterable[Located],
     starting_after: int | None = None,
     seen_responses: Collection[str] = (),
+    on_verdict: Callable[[ResponseVerdict], None] | None = None,
 ) -> tuple[list[ResponseVerdict], list[CheckFinding]]:
     """Judge events as they come: a response is judged and let go once it has ended and its
-    lane moved on, so memory holds only the responses still open (a streamed file's bound)."""
+    lane moved on, so memory holds only the responses still open (a streamed file's bound).
+    With `on_verdict`, each verdict goes there as it is made and none is kept."""
     splitter = StreamAccumulator(starting_after=starting_after, seen_responses=seen_responses)
     numbers: dict[int, int] = {}  # id(response) -> its 1-based number in the stream
     first_event: dict[int, Located] = {}
@@ -256,13 +265,22 @@ def check_events(
             placed.setdefault(id(violation), located)
         if len(splitter.finished) > len(splitter.ended):
             _let_go(splitter, label, numbers, first_event, placed, verdicts)
+            if on_verdict is not None:
+                for _, verdict in sorted(verdicts, key=lambda pair: pair[0]):
+                    on_verdict(verdict)
+                verdicts.clear()
     for response in (*splitter.finished, *splitter.abandoned, *splitter.current.values()):
         key = id(response)
         if key in first_event:
             verdict = _verdict(label, numbers[key], response, first_event[key], placed)
             verdicts.append((numbers[key], verdict))
     loose = [_finding(v, placed.get(id(v))) for v in splitter.violations]
-    return [v for _, v in sorted(verdicts, key=lambda pair: pair[0])], loose
+    ordered = [v for _, v in sorted(verdicts, key=lambda pair: pair[0])]
+    if on_verdict is not None:
+        for verdict in ordered:
+            on_verdict(verdict)
+        ordered = []
+    return ordered, loose
 
 
 def _let_go(
@@ -333,9 +351,15 @@ def _sse_name_findings(stream: Stream) -> list[CheckFinding]:
     ]
 
 
-def check_file(path: str | Path, limits: ReadLimits = DEFAULT_LIMITS) -> FileReport:
+def check_file(
+    path: str | Path,
+    limits: ReadLimits = DEFAULT_LIMITS,
+    on_verdict: Callable[[ResponseVerdict], None] | None = None,
+) -> FileReport:
     """Read and judge one file; UnreadableInput when it cannot be read. JSONL of events and SSE
-    text are judged as they are read (`streaming_read`), any other form read whole."""
+    text are judged as they are read (`streaming_read`), any other form read whole. With
+    `on_verdict`, a streamed file's verdicts go there as they are made (counted in the report,
+    not kept), so memory stays flat however many responses the file holds."""
     report = FileReport(str(path))
     name = str(path)
     try:
@@ -350,7 +374,17 @@ def check_file(path: str | Path, limits: ReadLimits = DEFAULT_LIMITS) -> FileRep
             else sse_events(name, Path(path), limits, stream.sse_names)
         )
         counted = _Counted(events)
-        report.responses, report.findings = check_events("", counted)
+
+        def said(verdict: ResponseVerdict) -> None:
+            report.said[verdict.verdict] += 1
+            report.said_must += sum(1 for f in verdict.findings if f.level == "MUST")
+            if on_verdict is not None:
+                on_verdict(verdict)
+
+        keep = on_verdict is None
+        report.responses, report.findings = check_events(
+            "", counted, on_verdict=None if keep else said
+        )
         report.findings.extend(_sse_name_findings(stream))
         if not counted.seen:
             raise UnreadableInput(name, None, "no Responses events found (JSONL, SSE, wire log)")
@@ -383,19 +417,24 @@ class _Counted:
 
 def render_text(report: FileReport) -> list[str]:
     """Per response: verdict and findings (level, rule id, position, message), for people."""
-    lines = []
-    for response in report.responses:
-        stream = f"{response.stream}, " if response.stream else ""
-        lines.append(
-            f"{report.path}: {stream}response {response.index} "
-            f"({response.response_id or 'no id'}, {response.events} events from {response.first}, "
-            f"{response.terminal or 'no terminal'}): {response.verdict}"
-        )
-        lines.extend(_finding_line(f) for f in response.findings)
+    lines = [
+        line for response in report.responses for line in render_response(report.path, response)
+    ]
     if report.findings:
         lines.append(f"{report.path}: outside any response:")
         lines.extend(_finding_line(f) for f in report.findings)
     lines.extend(f"{report.path}: note: {note}" for note in report.notes)
+    return lines
+
+
+def render_response(path: str, response: ResponseVerdict) -> list[str]:
+    stream = f"{response.stream}, " if response.stream else ""
+    lines = [
+        f"{path}: {stream}response {response.index} "
+        f"({response.response_id or 'no id'}, {response.events} events from {response.first}, "
+        f"{response.terminal or 'no terminal'}): {response.verdict}"
+    ]
+    lines.extend(_finding_line(f) for f in response.findings)
     return lines
 
 
@@ -427,7 +466,7 @@ def exit_status(reports: list[FileReport], unreadable: int, *, strict: bool = Fa
 
 
 def _tally(reports: list[FileReport]) -> str:
-    verdicts = Counter(r.verdict for report in reports for r in report.responses)
+    verdicts: Counter[str] = sum((report.verdicts for report in reports), Counter())
     return ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
 
 
@@ -437,11 +476,12 @@ def file_line(path: str, report: FileReport | None, unreadable: str | None) -> s
         return f"wsmode check: file {path}: unreadable: {unreadable or 'unknown'}"
     tally = _tally([report]) or "no responses"
     skipped = f", {report.skipped} interactions skipped" if report.skipped else ""
-    return f"wsmode check: file {path}: read, {len(report.responses)} responses: {tally}{skipped}"
+    count = report.verdicts.total()
+    return f"wsmode check: file {path}: read, {count} responses: {tally}{skipped}"
 
 
 def summary_line(reports: list[FileReport], unreadable: int) -> str:
-    responses = sum(len(r.responses) for r in reports)
+    responses = sum(r.verdicts.total() for r in reports)
     parts = [_tally(reports)] if reports and _tally(reports) else []
     skipped = sum(report.skipped for report in reports)
     if skipped:

@@ -12,8 +12,10 @@ Bounds, each a clear `UnreadableInput`, never a traceback or an unbounded alloca
 * nesting depth (`wire.check_nesting`) and YAML aliases (`cassette_yaml`) as everywhere.
 
 So a streamed file's memory is one record (at most `max_record_bytes`, twice while it is
-parsed), plus the state of the responses open at once (the text their deltas add up to), plus
-one small verdict per response judged.
+parsed) plus the state of the responses open at once (the text their deltas add up to); the
+text output prints each verdict as it is made and keeps none (`--json` keeps every verdict,
+~0.7 kB each). Measured: `bench/ratios/check_memory.py` (1 GiB JSONL, 98,598 responses: the
+same 40 MiB peak RSS as 16 MiB).
 """
 
 from __future__ import annotations

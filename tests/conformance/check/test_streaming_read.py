@@ -77,3 +77,25 @@ def test_a_document_read_whole_past_its_limit_is_refused(tmp_path: Path) -> None
     assert len(check_file(path).responses) == 1
     with pytest.raises(UnreadableInput, match="in a form read whole"):
         check_file(path, ReadLimits(max_document_bytes=1024))
+
+
+def test_verdicts_handed_out_as_made_are_counted_not_kept(tmp_path: Path) -> None:
+    events = _responses(50)
+    events += [e for e in full_stream("resp_bad") if e["type"] != "response.in_progress"]
+    path = tmp_path / "capture.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    said: list[str] = []
+    report = check_file(path, on_verdict=lambda v: said.append(f"{v.index}:{v.verdict}"))
+    assert report.responses == []
+    assert said == [f"{n}:PASS" for n in range(1, 51)] + ["51:FAIL"]
+    assert report.verdicts == {"PASS": 50, "FAIL": 1} and report.must_findings >= 1
+
+
+def test_the_text_output_prints_each_streamed_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "capture.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in _responses(3)))
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count(": PASS\n") == 3 and "3 responses in 1 files: 3 PASS" in out
