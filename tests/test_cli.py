@@ -96,7 +96,7 @@ def test_check_says_each_unreadable_file_and_still_judges_the_others(
         status == 2
         and err == f"wsmode check: {tmp_path / 'none.jsonl'}: No such file or directory\n"
     )
-    assert out == "wsmode check: 0 responses in 0 files\n"  # the tally of what was readable
+    assert out == "wsmode check: 0 responses in 0 files: 1 files unreadable\n"  # the tally
 
 
 def test_a_missing_subcommand_shows_the_group_help_on_stderr(capsys: Any) -> None:

@@ -28,7 +28,7 @@ import argparse
 import datetime as dt
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,9 +37,10 @@ from harness.bundled import suites_dir
 from harness.conformance.runner.certify_config import CASES, OUTPUT, CertifyConfig
 from harness.errors import UsageError
 from harness.options import add_options, cli, from_args
-from harness.usage import EXIT_USAGE, CommandParser, usage_error
+from harness.usage import CommandParser, usage_error
 
 if TYPE_CHECKING:
+    from harness.conformance.check.offline_check import ResponseVerdict
     from harness.conformance.model.verdict import CaseMeta
 
 SUITES_DIR = suites_dir()
@@ -145,12 +146,48 @@ def _register_check(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "check",
         help="judge recorded Responses traffic offline (JSONL, SSE, wire logs, cassettes)",
         description=CHECK_DOC,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "files", nargs="+", metavar="FILE", help="recorded traffic to judge (or a directory of it)"
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    add_options(parser, CheckCommand)
     parser.set_defaults(handler=check_main)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckCommand:
+    """`wsmode check`'s options."""
+
+    files: tuple[str, ...] = field(
+        default=(),
+        metadata=cli(
+            "files",
+            nargs="+",
+            metavar="FILE",
+            to_field=tuple,
+            help="recorded traffic to judge (or a directory of it)",
+        ),
+    )
+    json: bool = field(
+        default=False,
+        metadata=cli("--json", action="store_true", help="one JSON document on stdout"),
+    )
+    strict: bool = field(
+        default=False,
+        metadata=cli(
+            "--strict",
+            action="store_true",
+            help="a file that cannot be read is fatal: exit status 2 whatever the others gave",
+        ),
+    )
+    max_record_mib: int = field(
+        default=64,
+        metadata=cli(
+            "--max-record-mib",
+            type=int,
+            metavar="MIB",
+            help="the largest JSONL line or SSE event read (memory is bounded by it); a larger "
+            "one makes its file unreadable",
+        ),
+    )
 
 
 CHECK_DOC = """Judge recorded traffic with the protocol core's rules, without a live target.
@@ -159,54 +196,78 @@ CHECK_DOC = """Judge recorded traffic with the protocol core's rules, without a 
     wsmode check body.sse report.json          # raw SSE text; a certify report's wire logs
     wsmode check --json cassette.yaml          # VCR cassettes (PyYAML); machine-readable output
     wsmode check capture.har record.json       # HAR, go-vcr, Ruby VCR, Azure test-proxy records
+    wsmode check recordings/                   # every recorded file below a folder
 
 Each response (split at response.created, or response.queued when no created precedes it) gets
 a verdict and its findings: level, rule id, the offending event's position, how many events
-shared the cause. Exit status: 0 clean, 1 on a MUST finding, 2 on unreadable input.
+shared the cause. With several files, each gets a line: read (its responses' verdicts) or
+unreadable (why); one unreadable file never stops the others.
+
+Exit status:
+    0  every file read, no MUST finding
+    1  every file read, a response FAILed (a MUST finding)
+    2  nothing could be read (or a usage error); with --strict, any file that could not be read
+    3  some files could not be read, and nothing that was read FAILed
+    4  some files could not be read, and a response of another FAILed
 """
+
+
+def _print_verdict(path: str) -> Callable[[ResponseVerdict], None]:
+    from harness.conformance.check.offline_check import render_response
+
+    def say(verdict: ResponseVerdict) -> None:
+        print("\n".join(render_response(path, verdict)))
+
+    return say
 
 
 def check_main(args: argparse.Namespace) -> int:
     import json
-    from collections import Counter
 
     from harness.conformance.check.offline_check import (
         UnreadableInput,
         check_file,
+        exit_status,
         expand_inputs,
+        file_line,
         render_text,
+        summary_line,
     )
+    from harness.conformance.check.streaming_read import MIB, ReadLimits
 
+    command = from_args(CheckCommand, args)
+    if command.max_record_mib < 1:
+        return usage_error(CHECK, f"--max-record-mib must be >= 1, got {command.max_record_mib}")
+    limits = ReadLimits(max_record_bytes=command.max_record_mib * MIB)
     try:
-        files = expand_inputs(list(args.files))
+        files = expand_inputs(list(command.files))
     except UnreadableInput as exc:
         return usage_error(CHECK, str(exc))
-    reports, unreadable = [], []
+    reports, unreadable = [], {}
     for path in files:
         try:
-            reports.append(check_file(path))
-        except UnreadableInput as exc:  # said now, the others still judged; exit status 2
-            unreadable.append(str(exc))
-            usage_error(CHECK, str(exc))
-    if args.json:
-        document = {"files": [r.as_dict() for r in reports], "unreadable": unreadable}
+            # Text: each streamed verdict printed as made, so memory stays flat (JSON keeps all).
+            say = None if command.json else _print_verdict(path)
+            reports.append(check_file(path, limits, say))
+        except UnreadableInput as exc:  # said now, the others still judged
+            unreadable[path] = str(exc)
+            print(f"{CHECK}: {exc}", file=sys.stderr)
+    if command.json:
+        document = {
+            "files": [r.as_dict() for r in reports],
+            "unreadable": list(unreadable.values()),
+            "exit_status": exit_status(reports, len(unreadable), strict=command.strict),
+        }
         print(json.dumps(document, indent=2))
     else:
         for report in reports:
             print("\n".join(render_text(report)))
-        verdicts = Counter(r.verdict for report in reports for r in report.responses)
-        tally = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
-        skipped = sum(report.skipped for report in reports)
-        parts = [tally] if tally else []
-        if skipped:
-            parts.append(f"{skipped} interactions skipped (not Responses traffic)")
-        print(
-            f"wsmode check: {sum(verdicts.values())} responses in {len(reports)} files"
-            + (f": {'; '.join(parts)}" if parts else "")
-        )
-    if unreadable:
-        return EXIT_USAGE
-    return 1 if any(r.must_findings for r in reports) else 0
+        if len(files) > 1 or any(Path(given).is_dir() for given in command.files):
+            done = {r.path: r for r in reports}
+            for path in files:
+                print(file_line(path, done.get(path), unreadable.get(path)))
+        print(summary_line(reports, len(unreadable)))
+    return exit_status(reports, len(unreadable), strict=command.strict)
 
 
 def _register_certify(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

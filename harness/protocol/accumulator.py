@@ -169,6 +169,23 @@ class ResponseAccumulator:
         self._open_by_agent: dict[str | None, int] = {}  # ... per agent (multi-agent responses)
         self.beta_events: list[Mapping[str, Any]] = []  # steer/inject replies about it (§2.2)
         self._causes: dict[tuple[str, str], Violation] = {}  # one violation per cause
+        self.resumed_after: int | None = None  # set by `resume`: judged from this point on
+        self._seen_own_item = False  # a resumed response: items before the first seen are padded
+
+    def resume(self, event: Mapping[str, Any], after_seq: int | None) -> None:
+        """Judge this response from a resume point (GET ?stream=true&starting_after=N, or a
+        stream that continues a response seen before): before `event` is fed, the phase is
+        what `event` may follow, the next number is N+1 (or `event`'s own when N is not known),
+        and items announced before the resume point are taken as finished and unseen."""
+        seq = event.get("sequence_number")
+        first = seq if isinstance(seq, int) else None
+        self.resumed_after = after_seq if after_seq is not None else (first or 1) - 1
+        self._next_seq = self.resumed_after + 1 if first is not None else None
+        kind = event.get("type")
+        self.phase = _RESUME_PHASE.get(str(kind), Phase.IN_PROGRESS)
+        self._violate(
+            "seq.resumed", f"the stream resumes after sequence_number {self.resumed_after}", event
+        )
 
     # -- public surface -------------------------------------------------------------------
     @property
@@ -501,6 +518,10 @@ class ResponseAccumulator:
         index = event.get("output_index")
         if not isinstance(index, int):
             return  # schema rule already reported it; unknown types without index pass
+        if self.resumed_after is not None and not self._seen_own_item:
+            self._seen_own_item = True
+            bound = index if event_type == "response.output_item.added" else index + 1
+            self.items.extend(_Item(_BEFORE_RESUME, None, ItemPhase.DONE) for _ in range(bound))
         if event_type == "response.output_item.added":
             self._on_item_added(index, event)
             return
@@ -508,6 +529,8 @@ class ResponseAccumulator:
             self._violate("item.unknown_index", f"{event_type} for output_index {index}", event)
             return
         item = self.items[index]
+        if item.item_type == _BEFORE_RESUME:
+            return  # announced before the resume point: its grammar cannot be followed
         item_id = event.get("item_id")
         if item_id is not None and item.item_id is not None and item_id != item.item_id:
             self._violate(
@@ -665,6 +688,14 @@ def _has_streamed(item: _Item) -> bool:
     )
 
 
+# An item announced before a resumed stream's first event: taken as done, its events unjudged.
+_BEFORE_RESUME = "<before the resume point>"
+# What a resumed stream's first event may follow: a later start event, or output (any other).
+_RESUME_PHASE = {
+    "response.queued": Phase.IDLE,
+    "response.created": Phase.IDLE,
+    "response.in_progress": Phase.CREATED,
+}
 # Required fields recordings of the older API (early 2025, PROTOCOL.md §9) do not carry.
 _LEGACY_FIELDS = ("sequence_number", "logprobs")
 

@@ -10,7 +10,7 @@ and is never a stray after a terminal.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,14 +88,21 @@ class StreamAccumulator:
         *,
         raise_on: type[RuleBroken] | None = None,
         on_response: Callable[[ResponseAccumulator], None] | None = None,
+        starting_after: int | None = None,
+        seen_responses: Collection[str] = (),
     ) -> None:
         self.raise_on = raise_on
+        # A resumed stream (PROTOCOL.md §10): the request's `starting_after`, and the ids of
+        # responses seen before (earlier streams of one recording) whose continuation this may be.
+        self.starting_after = starting_after
+        self.seen_responses = seen_responses
         self.on_response = on_response
         self.current: dict[str | None, ResponseAccumulator] = {}
         self.finished: list[ResponseAccumulator] = []
         self.ended: dict[str | None, ResponseAccumulator] = {}  # per lane, until the next create
         self.request_errors: list[RequestError] = []
         self.abandoned: list[ResponseAccumulator] = []  # cut off by the next response's start
+        self.opened = 0  # responses opened so far (a reader may prune `finished` as it goes)
         self.violations: list[Violation] = []
         self.beta_replies: list[BetaReply] = []
         self._beta_types: set[str] = set()
@@ -149,6 +156,9 @@ class StreamAccumulator:
             active = None
         if active is None:
             active = ResponseAccumulator(raise_on=self.raise_on)
+            self.opened += 1
+            if self.opened == 1 and self._resumes(event):
+                active.resume(event, self.starting_after)
             self.current[lane] = active
         active.feed(event)
         if active.phase is Phase.DONE:
@@ -158,6 +168,18 @@ class StreamAccumulator:
             if self.on_response is not None:
                 self.on_response(active)
         return active
+
+    def _resumes(self, event: Mapping[str, Any]) -> bool:
+        """Whether the lane's first response continues one begun before this stream: its request
+        said `starting_after`, or its first event is not a start at 0 and names a response seen
+        before. Anything else that starts mid-way is judged as a start (and fails)."""
+        if self.starting_after is not None:
+            return True
+        response = event.get("response")
+        response_id = response.get("id") if isinstance(response, dict) else None
+        if not isinstance(response_id, str) or response_id not in self.seen_responses:
+            return False
+        return event.get("sequence_number") != 0
 
     def _check_after_terminal(self, lane: str | None, event: Mapping[str, Any]) -> None:
         """A stray between a lane's terminal and its next create is the ended response's

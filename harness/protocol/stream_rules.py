@@ -25,8 +25,9 @@ RULES: dict[str, tuple[StreamRuleLevel, str]] = {
     "seq.contiguous": ("MUST", "sequence_number increases by exactly 1"),
     "seq.resumed": (
         "INFO",
-        "a resumed background stream (GET ?starting_after=N) begins with response.queued at "
-        "N+1, not 0 (a stream without its created that starts elsewhere is still seq.start)",
+        "a resumed background stream (GET ?stream=true&starting_after=N, or a stream continuing a "
+        "response seen before) is judged from N+1 with whatever event comes next; one that "
+        "starts elsewhere without either is still seq.start",
     ),
     "event.legacy_fields": (
         "SHOULD",

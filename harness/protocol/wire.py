@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,27 +106,51 @@ def _check_string(text: str) -> None:
         raise WireFormatError("Invalid JSON: string contains a lone surrogate.") from None
 
 
-def _nesting_prescan(text: str, max_depth: int) -> None:
-    """Bound nesting before parsing: json's C parser recurses and would overflow first."""
+# A JSON string (escapes included), a lone quote (an unterminated string: the parser reports
+# it), or a bracket: the only tokens nesting depends on.
+_NESTING_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|"|[\[\]{}]')
+
+
+def check_nesting(text: str, max_depth: int) -> None:
+    """Bound nesting before parsing: json's C parser and PyYAML's composer recurse and would
+    overflow first. Raises WireFormatError past `max_depth`; the one depth bound of the server's
+    frames and bodies and of every document the tools read (`loads_document`)."""
     depth = 0
-    in_string = False
-    escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
+    for match in _NESTING_TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
             depth += 1
             if depth > max_depth:
                 raise WireFormatError(f"Invalid JSON: nesting deeper than {max_depth} levels.")
-        elif char in "]}":
+        elif token in "]}":
             depth -= 1
+        elif token == '"':
+            return  # unterminated string: nothing after it nests
+
+
+# Documents the tools read (recordings, traces, results): nesting far beyond any real one, yet
+# well inside Python's recursion limit for the parser and the walks that follow it.
+DOCUMENT_MAX_DEPTH = 200
+
+
+def loads_document(text: str | bytes, max_depth: int = DOCUMENT_MAX_DEPTH) -> Any:
+    """One JSON document of unknown origin, as `json.loads` reads it (duplicate keys, NaN and
+    big integers accepted, as recorders write them), but with nesting bounded: WireFormatError
+    past `max_depth`, or for text that is not JSON; never RecursionError."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise WireFormatError("Invalid JSON: not valid UTF-8.") from None
+    if text.count("[") + text.count("{") > max_depth:
+        check_nesting(text, max_depth)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        message = f"Invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}."
+        raise WireFormatError(message) from None
+    except (ValueError, RecursionError):
+        raise WireFormatError("Invalid JSON: the document could not be parsed.") from None
 
 
 def _nonfinite_path(value: Any) -> str:
@@ -257,7 +282,7 @@ def _strict_loads(text: str | bytes, limits: JsonLimits) -> Any:
             raise WireFormatError("Invalid JSON: payload is not valid UTF-8.") from None
     # The scan is only needed when brackets could exceed the bound at all.
     if text.count("[") + text.count("{") > limits.max_depth:
-        _nesting_prescan(text, limits.max_depth)
+        check_nesting(text, limits.max_depth)
 
     def parse_int(literal: str) -> int:
         if len(literal.lstrip("-")) > limits.max_int_digits:

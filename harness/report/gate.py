@@ -121,6 +121,8 @@ def load_config(path: str | Path | None) -> GateConfig:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise GateInputError(f"{path}: cannot read thresholds: {exc}") from exc
+    except RecursionError:  # tomllib recurses on nested arrays and inline tables
+        raise GateInputError(f"{path}: cannot read thresholds: nested too deeply") from None
     return config_from_dict(data, str(path))
 
 

@@ -21,7 +21,6 @@ only with `--require-samples`).
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 
 from harness.report.gate import GateConfig, GateInputError, compare_samples
 from harness.report.gate_report import GateReport, MetricFinding
+from harness.results.schema import read_json_document
 
 KIND = "micro"
 METRIC = "time_us"  # per call, as pytest-benchmark's median (its JSON holds seconds)
@@ -39,7 +39,7 @@ def read_if_micro(path: str | Path) -> dict[str, Any] | None:
     """The parsed file when it is pytest-benchmark JSON, else None (a results file or garbage,
     for the results reader to judge); GateInputError for a pytest-benchmark file gone wrong."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = read_json_document(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     if not isinstance(data, dict) or not {"machine_info", "benchmarks"} <= data.keys():

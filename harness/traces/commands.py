@@ -32,6 +32,7 @@ CONVERT_SOURCES = (
     "mooncake",
     "gemini-cli",
     "tracelab",
+    "tau-bench",
 )
 MOONCAKE_BLOCK_TOKENS = 512
 
@@ -121,7 +122,8 @@ def _register_convert(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description=(
             "Convert recorded sessions to one trace file and print what was kept: rollouts, "
             "turns, tool calls and how many were linked to their outputs. Bad input exits 2 "
-            "with the file, line or JSON path and the field."
+            "with the file, line or JSON path and the field; in a directory, a file that "
+            "cannot be converted is said (with why) and the rest converted: exit status 3."
         ),
     )
     conv.add_argument(
@@ -318,15 +320,22 @@ def _convert(args: argparse.Namespace) -> int:
     if args.block_size < 1:
         return usage_error(CONVERT, f"--block-size must be >= 1, got {args.block_size}")
     options = ConvertOptions(args.agent_kind, args.min_turns, args.block_size)
+    problems: list[TraceFormatError] = []
     try:
-        rollouts = convert_inputs(args.source, [Path(p) for p in args.inputs], options)
+        rollouts = convert_inputs(args.source, [Path(p) for p in args.inputs], options, problems)
         dump_rollouts(rollouts, args.out)
     except TraceFormatError as exc:
         return usage_error(CONVERT, str(exc))
     except OSError as exc:
         return usage_error(CONVERT, f"cannot write {args.out}: {exc.strerror or exc}")
+    for problem in problems:  # said, and the rest converted
+        print(f"{CONVERT}: not converted: {problem}", file=sys.stderr)
     print(f"{args.out}: {summary_line(rollouts)}")
-    return 0
+    return EXIT_SOME_NOT_CONVERTED if problems else 0
+
+
+# A folder some of whose files could not be converted (each said on stderr): the rest written.
+EXIT_SOME_NOT_CONVERTED = 3
 
 
 # -- the maintainers' tool: python -m harness.traces.commands corpus ------------------------------

@@ -21,6 +21,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from harness.protocol import wire
+
 __all__ = ["SEAL_PREFIX", "open_sealed", "seal"]
 
 SEAL_PREFIX: Final = "wsmode1."
@@ -49,7 +51,10 @@ def open_sealed(kind: str, value: object) -> dict[str, Any] | None:
     if not body or not hmac.compare_digest(digest, _digest(kind, body)):
         return None
     try:
-        payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        # A forged value may nest without end: the frame's own depth bound (a sealed payload
+        # holds what a request held), never RecursionError.
+        payload = wire.loads(raw)
     except ValueError:
         return None
     return payload if isinstance(payload, dict) else None

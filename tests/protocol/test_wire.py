@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -129,3 +130,19 @@ def test_lone_surrogates_are_escaped_on_output() -> None:
 @given(json_values)
 def test_bytes_round_trip(value: object) -> None:
     assert loads(dumps_bytes(value)) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 200_000 + "]" * 200_000, '{"a":' * 10_000 + "1" + "}" * 10_000],
+)
+def test_a_document_nested_past_the_bound_is_a_wire_format_error(text: str) -> None:
+    with pytest.raises(wire.WireFormatError, match="nesting deeper than 200 levels"):
+        wire.loads_document(text)
+
+
+def test_a_document_reads_what_json_reads_brackets_in_strings_included() -> None:
+    text = '{"a": "[[[[' + "[" * 500 + '", "a": NaN, "b": [[1]]}'
+    assert wire.loads_document(text) == json.loads(text)
+    with pytest.raises(wire.WireFormatError, match="Expecting"):
+        wire.loads_document('{"a": 1')

@@ -7,6 +7,7 @@ One server for the module; each test makes its own requests.
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -167,3 +168,36 @@ def test_reserved_segments_are_endpoints_and_a_plain_get_must_upgrade(
     assert http.get("/responses/resp_unknown").status_code == 404
     assert http.get("/responses/a/b").status_code == 404
     assert http.delete("/responses/resp_x").status_code == 405
+
+
+def _forged_compaction(depth: int) -> dict[str, Any]:
+    """A compaction item sealed with the server's (public) key around a deep summary."""
+    from reference_server.state import sealed
+
+    body = base64.urlsafe_b64encode(
+        ('{"summary":' + "[" * depth + "]" * depth + "}").encode()
+    ).decode()
+    body = body.rstrip("=")
+    value = f"{sealed.SEAL_PREFIX}{body}.{sealed._digest('compaction', body)}"
+    return {"type": "compaction", "encrypted_content": value}
+
+
+@pytest.mark.parametrize("depth", [100, 250, 200_000])
+def test_a_deep_forged_compaction_item_is_a_400_not_a_traceback(
+    server: ReferenceServer, http: httpx.Client, depth: int
+) -> None:
+    body = {"model": "m", "input": [user("hi"), _forged_compaction(depth)], "store": False}
+    reply = http.post("/responses", json=body)
+    assert reply.status_code == 400
+    error = reply.json()["error"]
+    assert (error["type"], error["code"], error["param"]) == (
+        "invalid_request_error",
+        "invalid_encrypted_content",
+        "input[1].encrypted_content",
+    )
+    (turn,) = ws_turns(server, body)
+    assert turn.request_error is not None
+    assert (turn.request_error.status, turn.request_error.code) == (
+        400,
+        "invalid_encrypted_content",
+    )

@@ -80,3 +80,39 @@ def test_help_mentions_the_exit_codes_or_outputs(command: str, capsys: Any) -> N
         cli_main([command, "--help"])
     out = capsys.readouterr().out
     assert ("Exit codes" in out) if command == "gate" else ("index.html" in out)
+
+
+DEEP_JSON = "[" * 200_000 + "]" * 200_000
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["gate", "--baseline", "{deep}", "--current", "{deep}"],
+        ["board", "--out", "{out}", "{deep}"],
+    ],
+)
+def test_gate_and_board_refuse_deep_json_in_one_line(
+    tmp_path: Path, capsys: Any, argv: list[str]
+) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text(DEEP_JSON)
+    args = [a.format(deep=deep, out=tmp_path / "board") for a in argv]
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "nesting deeper than 200 levels" in err and "\n" not in err
+
+
+def test_gate_refuses_deeply_nested_thresholds_in_one_line(tmp_path: Path, capsys: Any) -> None:
+    toml = tmp_path / "t.toml"
+    toml.write_text("a = " + "[" * 100_000 + "]" * 100_000)
+    deep = tmp_path / "deep.json"
+    deep.write_text(DEEP_JSON)
+    assert (
+        cli_main(
+            ["gate", "--baseline", str(deep), "--current", str(deep), "--thresholds", str(toml)]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert "nested too deeply" in err and "\n" not in err

@@ -135,3 +135,18 @@ def test_the_corpus_tool_rewrites_the_committed_corpus_byte_for_byte(tmp_path: P
     assert written and len(done.stdout.splitlines()) == len(written)
     for relative in written:
         assert (tmp_path / relative).read_bytes() == (SMOKE.parent / relative).read_bytes()
+
+
+@pytest.mark.parametrize("source", ["codex", "chat", "claude-code", "openhands", "kvcache"])
+@pytest.mark.parametrize(
+    "text", ["[" * 200_000 + "]" * 200_000, '{"a":' * 10_000 + "1" + "}" * 10_000 + "\n"]
+)
+def test_convert_of_deep_json_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str, text: str
+) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_text(text)
+    out = tmp_path / "out.jsonl"
+    assert cli_main(["traces", "convert", "--from", source, "--out", str(out), str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "nesting deeper than 200 levels" in err and "\n" not in err

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from harness.protocol.wire import loads_document
+
 Direction = Literal["send", "recv", "meta"]
 DEFAULT_MAX_CHARS = 4096
 FULL_MAX_CHARS = 1 << 20  # --full-wire-log: frames kept whole up to 1 MiB
@@ -86,7 +88,7 @@ def shorten_json(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     try:
-        value = json.loads(text)
+        value = loads_document(text)  # a target's frame: depth bounded, never RecursionError
     except ValueError:
         return clip(text, limit)
     shortened = json.dumps(_elide_strings(value, LONG_FIELD_CHARS), ensure_ascii=False)

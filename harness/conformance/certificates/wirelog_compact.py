@@ -35,6 +35,7 @@ from harness.conformance.certificates.wirelog import (
     clip,
     shorten_json,
 )
+from harness.protocol.wire import loads_document
 
 MIN_RUN: Final = 4  # deltas in a run before it is collapsed (first, middle..., last)
 _PAD: Final = "obfuscation"  # a random pad per delta (api.openai.com): not rebuilt, not judged
@@ -48,7 +49,7 @@ def _event(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     if entry.get("kind") != "text" or entry.get("dir") != "recv":
         return None
     try:
-        event = json.loads(str(entry.get("data", "")))
+        event = loads_document(str(entry.get("data", "")))
     except ValueError:
         return None
     return event if isinstance(event, dict) else None
@@ -239,15 +240,33 @@ class Expanded:
     unjudgeable: dict[str, str] = field(default_factory=dict)  # conn -> why
 
 
+# What references and collapsed runs may add in all while a log is expanded: far past any real
+# log, so a hostile one (a long string referenced a million times) stops here, not in memory.
+MAX_EXPANDED_BYTES: Final = 256 * 1024 * 1024
+_OVER_BUDGET: Final = (
+    f"its references and runs expand past {MAX_EXPANDED_BYTES // 1024 // 1024} MiB "
+    "(a broken or hostile wire log)"
+)
+
+
 def expand_entries(entries: list[Mapping[str, Any]]) -> Expanded:
-    """Undo `compact_entries` for every received frame (sent frames stay as written)."""
+    """Undo `compact_entries` for every received frame (sent frames stay as written); a
+    connection whose expansion would pass MAX_EXPANDED_BYTES is left unjudged, with why."""
     table = _LongStrings()
     out = Expanded([])
+    budget = [MAX_EXPANDED_BYTES]
     for index, entry in enumerate(entries):
         conn = str(entry.get("conn", ""))
+        if conn in out.unjudgeable and out.unjudgeable[conn] == _OVER_BUDGET:
+            continue
         if entry.get("kind") == "deltas" and entry.get("dir") == "recv":
             run = entry.get("run")
             if isinstance(run, Mapping):
+                shared = len(json.dumps(run.get("shared") or {}, ensure_ascii=False))
+                budget[0] -= shared * len(run.get("deltas") or [])
+                if budget[0] < 0:
+                    out.unjudgeable[conn] = _OVER_BUDGET
+                    continue
                 out.entries.extend((index, row) for row in _rebuild_run(entry, run))
             else:
                 out.unjudgeable.setdefault(conn, "a collapsed run of deltas without its record")
@@ -260,7 +279,7 @@ def expand_entries(entries: list[Mapping[str, Any]]) -> Expanded:
         if event is None:
             out.entries.append((index, dict(entry)))
             continue
-        problem = _resolve(event, conn, table)
+        problem = _resolve(event, conn, table, budget)
         if isinstance(problem, str):
             out.unjudgeable.setdefault(conn, problem)
             out.entries.append((index, dict(entry)))
@@ -269,8 +288,11 @@ def expand_entries(entries: list[Mapping[str, Any]]) -> Expanded:
     return out
 
 
-def _resolve(event: dict[str, Any], conn: str, table: _LongStrings) -> dict[str, Any] | str:
-    """The event with its references resolved (and its long strings numbered), or why not."""
+def _resolve(
+    event: dict[str, Any], conn: str, table: _LongStrings, budget: list[int]
+) -> dict[str, Any] | str:
+    """The event with its references resolved (and its long strings numbered), or why not;
+    `budget` is what references may still add."""
     problems: list[str] = []
 
     def resolve(text: str) -> str:
@@ -280,6 +302,10 @@ def _resolve(event: dict[str, Any], conn: str, table: _LongStrings) -> dict[str,
             known = table.ordered.get(conn, [])
             if of != conn or number >= len(known):
                 problems.append(f"an unresolvable reference {text!r}")
+                return text
+            budget[0] -= len(known[number])
+            if budget[0] < 0:
+                problems.append(_OVER_BUDGET)
                 return text
             return known[number]
         if any(mark in text for mark in LOSSY_MARKS):

@@ -6,7 +6,9 @@
 * **HAR 1.2** (`log.entries[].response.content.text`, base64 when `encoding` says so): what
   browsers, mitmproxy and Charles export;
 * the Azure SDK **test-proxy records** (`Entries[].ResponseBody`: a list of SSE lines when the
-  response streamed).
+  response streamed);
+* Datadog's **dd-apm-test-agent cassettes**: one JSON `{request, response}` per file, the SSE
+  text in `response.body`.
 
 An interaction that is not Responses traffic (an MCP server's JSON-RPC, a chat completion, a
 JSON body rather than a stream) is skipped and counted, with a note naming it: a cassette that
@@ -20,6 +22,7 @@ import binascii
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from harness.conformance.check.recorded_streams import (
     Streams,
@@ -52,6 +55,10 @@ def container_kind(document: Any) -> str | None:
         return "HAR"
     if isinstance(document.get("Entries"), list):
         return "test-proxy record"
+    if isinstance(document.get("request"), Mapping) and isinstance(
+        document.get("response"), Mapping
+    ):
+        return "dd-apm-test-agent cassette"
     return None
 
 
@@ -64,7 +71,9 @@ def interactions(document: Mapping[str, Any]) -> list[Interaction]:
     log = document.get("log")
     if isinstance(log, Mapping):
         return list(_har(log.get("entries") or []))
-    return list(_test_proxy(document.get("Entries") or []))
+    if isinstance(document.get("Entries"), list):
+        return list(_test_proxy(document["Entries"]))
+    return list(_vcr([document]))  # a dd-apm-test-agent cassette: one {request, response}
 
 
 def _vcr(items: list[Any]) -> Iterator[Interaction]:
@@ -130,7 +139,9 @@ def read_container(name: str, document: Mapping[str, Any]) -> Streams:
         label = f"interaction {interaction.number}"
         why = _not_responses(name, interaction.body)
         if why is None:
-            result.streams.append(read_sse(name, (interaction.body or "").encode(), label, 0))
+            stream = read_sse(name, (interaction.body or "").encode(), label, 0)
+            stream.starting_after = starting_after(interaction.url)
+            result.streams.append(stream)
             continue
         result.skipped += 1
         shown = f"{interaction.method} {interaction.url}".strip() or "no request"
@@ -140,10 +151,23 @@ def read_container(name: str, document: Mapping[str, Any]) -> Streams:
     return result
 
 
+def starting_after(url: str) -> int | None:
+    """N of a resumed stream's request (`GET /v1/responses/{id}?stream=true&starting_after=N`)."""
+    values = parse_qs(urlsplit(url).query).get("starting_after", [])
+    try:
+        return int(values[0]) if values else None
+    except ValueError:
+        return None
+
+
 def _not_responses(name: str, body: str | None) -> str | None:
     """Why a recorded body is not a Responses event stream; None when it is one."""
     if body is None:
         return "no text body"
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError:  # a HAR's binary body, exported as text with lone surrogates
+        return "a binary body (not UTF-8 text)"
     if "\ndata:" not in "\n" + body:
         return "not an event stream"
     try:

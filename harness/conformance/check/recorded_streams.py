@@ -11,13 +11,13 @@ that cannot be judged (its wire log lost frames) is left out with a note saying 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from harness.conformance.certificates.wirelog_compact import LOSSY_MARKS, expand_entries
 from harness.errors import InputError
+from harness.protocol.wire import WireFormatError, loads_document
 from harness.transport.sse_wire import SseParser, block_fields
 
 # A wire-log frame cut at its size limit (`wirelog.clip`) ends with this marker.
@@ -52,6 +52,7 @@ class Stream:
     # a wire log's text frames both ways, in order ("send"/"recv", decoded JSON or None): what
     # the request rules pair creates with (`request_rules.judge_recorded`)
     frames: list[tuple[str, Any]] = field(default_factory=list)
+    starting_after: int | None = None  # the request resumed a background stream after N
 
 
 @dataclass(slots=True)
@@ -66,7 +67,7 @@ class Streams:
 # -- JSON and JSONL -----------------------------------------------------------------------------
 def read_json(name: str, text: str) -> Streams:
     try:
-        document = json.loads(text)
+        document = loads_document(text)
     except ValueError:
         document = None  # JSONL, or broken: read line by line to say which line
     report_cases = _report_cases(document)
@@ -98,9 +99,9 @@ def _jsonl_records(name: str, text: str) -> Iterator[tuple[int | None, Any]]:
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UnreadableInput(name, number, f"not a JSON object ({exc.msg})") from None
+            yield number, loads_document(line)
+        except ValueError as exc:
+            raise UnreadableInput(name, number, f"not a JSON object ({exc})") from None
 
 
 def streams_of_records(name: str, records: list[tuple[int | None, Any]], prefix: str) -> Streams:
@@ -108,6 +109,8 @@ def streams_of_records(name: str, records: list[tuple[int | None, Any]], prefix:
     entries = [(line, r) for line, r in records if isinstance(r, dict) and _is_wire_entry(r)]
     if entries:
         return _wire_log_streams(name, entries, prefix)
+    if records and all(_is_fetch_hook(r) for _, r in records):
+        return Streams([_fetch_hook_stream(name, records)])
     streams: dict[str, Stream] = {}
     for position, (line, record) in enumerate(records, start=1):
         where = f"line {line}" if line is not None else f"{prefix}entry {position}"
@@ -123,6 +126,8 @@ def streams_of_records(name: str, records: list[tuple[int | None, Any]], prefix:
                 "(record with `wsmode record --events FILE` to judge what the server sent)",
             )
         if not isinstance(record.get("type"), str):
+            if len(records) == 1:  # one document: a container this reader does not know
+                raise UnreadableInput(name, line, unknown_container(record))
             raise UnreadableInput(name, line, f"{where}: a JSON object without a 'type'")
         stream = streams.setdefault(prefix, Stream(prefix))
         stream.events.append(Located(record, line, where))
@@ -131,6 +136,73 @@ def streams_of_records(name: str, records: list[tuple[int | None, Any]], prefix:
 
 def _is_wire_entry(record: Mapping[str, Any]) -> bool:
     return "dir" in record and "kind" in record and "data" in record and "type" not in record
+
+
+# The forms `wsmode check` reads, named in the message for one it does not.
+KNOWN_FORMS: Final = (
+    "JSONL or a JSON array of events",
+    "SSE text",
+    "wsmode wire logs",
+    "certify report.json",
+    "VCR.py and go-vcr cassettes",
+    "Ruby VCR cassettes (YAML or JSON)",
+    "HAR",
+    "Azure SDK test-proxy records",
+    "dd-apm-test-agent cassettes",
+    "OpenRouter fetch-hooks JSONL",
+)
+
+
+def unknown_container(document: Mapping[str, Any]) -> str:
+    keys = ", ".join(sorted(str(k) for k in document)[:8]) or "none"
+    return (
+        f"an unknown container (a JSON object with keys: {keys}); wsmode check reads: "
+        + "; ".join(KNOWN_FORMS)
+    )
+
+
+# -- OpenRouter fetch-hooks recordings ------------------------------------------------------------
+# One JSON object per line: `{"json": event}` (a parsed event), `{"text": fragment}` (raw SSE
+# text, in pieces), `{"comment": ...}` and `{"delay_ms": n}` (timing), in the order received.
+_FETCH_HOOK_KEYS: Final = frozenset({"json", "text", "comment", "delay_ms"})
+
+
+def _is_fetch_hook(record: Any) -> bool:
+    return isinstance(record, dict) and len(record) == 1 and next(iter(record)) in _FETCH_HOOK_KEYS
+
+
+def _fetch_hook_stream(name: str, records: list[tuple[int | None, Any]]) -> Stream:
+    stream = Stream("")
+    parser = SseParser()
+    for line, record in records:
+        where = f"line {line}"
+        if "json" in record:
+            event = record["json"]
+            if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+                raise UnreadableInput(name, line, f"{where}: a 'json' record without a typed event")
+            stream.events.append(Located(event, line, where))
+        elif isinstance(record.get("text"), str):
+            for block in parser.blocks(record["text"].encode()):
+                _add_fetch_hook_block(name, stream, block, line)
+    last = parser.end_block()
+    if last is not None:
+        _add_fetch_hook_block(name, stream, last, records[-1][0])
+    return stream
+
+
+def _add_fetch_hook_block(name: str, stream: Stream, block: bytes, line: int | None) -> None:
+    event_name, data = block_fields(block)
+    if data is None or data == b"[DONE]":
+        return
+    try:
+        event = loads_document(data)
+    except ValueError as exc:
+        raise UnreadableInput(name, line, f"an SSE data line that is not JSON ({exc})") from None
+    if isinstance(event, dict) and isinstance(event.get("type"), str):
+        located = Located(event, line, f"line {line}")
+        stream.events.append(located)
+        if event_name is not None:
+            stream.sse_names.append((event_name, event["type"], located))
 
 
 # -- wire logs ----------------------------------------------------------------------------------
@@ -165,8 +237,8 @@ def _wire_log_streams(
 
 def _decoded(data: Any) -> Any:
     try:
-        return json.loads(str(data))
-    except ValueError:
+        return loads_document(str(data))
+    except WireFormatError:
         return None
 
 
@@ -184,7 +256,7 @@ def _add_wire_entry(
         stream.notes.append(f"{where}: frame clipped by the wire log, left out (not judged)")
         return
     try:
-        event = json.loads(data)
+        event = loads_document(data)
     except ValueError:
         stream.notes.append(f"{where}: a received frame that is not JSON (transport.garbage)")
         return
@@ -236,6 +308,8 @@ def sse_events(name: str, body: bytes, line_offset: int) -> Iterator[tuple[int, 
         if data is None or data == b"[DONE]":
             continue
         try:
-            yield start, event_name, json.loads(data.decode("utf-8"))
-        except ValueError:
-            raise UnreadableInput(name, start, "an SSE data line that is not JSON") from None
+            yield start, event_name, loads_document(data)
+        except ValueError as exc:
+            raise UnreadableInput(
+                name, start, f"an SSE data line that is not JSON ({exc})"
+            ) from None

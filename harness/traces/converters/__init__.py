@@ -1,7 +1,8 @@
 """Converters from recorded agent sessions to ``wsmode-trace`` rollouts, and their import place.
 
 One module per source (``codex``, ``chat``, ``swe_agent``, ``openhands``, ``kvcache``,
-``claude_code``, ``mooncake``, ``gemini_cli``); ``common`` holds the turn grouping they share,
+``claude_code``, ``mooncake``, ``gemini_cli``, ``tau_bench``); ``common`` holds the turn
+grouping they share,
 ``token_shape`` the text synthesized for token-count-only sources and ``sources`` what
 ``wsmode traces convert`` does with them (each source's files, the conversion, the summary).
 ``traces/README.md`` documents the mappings."""
@@ -17,6 +18,7 @@ from harness.traces.converters.kvcache import convert_kvcache
 from harness.traces.converters.mooncake import convert_mooncake
 from harness.traces.converters.openhands import convert_openhands
 from harness.traces.converters.swe_agent import convert_swe_agent
+from harness.traces.converters.tau_bench import convert_tau_bench
 
 __all__ = [
     "ABORTED_OUTPUT",
@@ -28,6 +30,7 @@ __all__ = [
     "convert_mooncake",
     "convert_openhands",
     "convert_swe_agent",
+    "convert_tau_bench",
     "custom_call_arguments",
     "infer_tools",
     "iter_claude_sessions",

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.protocol.wire import loads_document
 from harness.traces.converters.common import (
     TurnBuilder,
     Where,
@@ -102,7 +103,7 @@ def decoded_list(value: Any, where: Where, sub: str) -> list[Any]:
         return []
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_document(value)
         except ValueError:
             try:
                 value = ast.literal_eval(value)
@@ -234,6 +235,12 @@ def load_chat(source: Any) -> ChatDoc:
 
 
 def _chat_doc(doc: Any, label: str | None) -> ChatDoc:
+    if (
+        isinstance(doc, list)
+        and doc
+        and all(isinstance(e, Mapping) and {"task_id", "traj"} <= e.keys() for e in doc)
+    ):
+        raise TraceFormatError("tau-bench results, not one chat: use --from tau-bench", path=label)
     if not isinstance(doc, Mapping):
         messages = doc
         container = "messages"

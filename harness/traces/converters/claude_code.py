@@ -8,9 +8,11 @@ bookkeeping records (``summary``, ``file-history-snapshot``, ``queue-operation``
 all carrying the request's ``message.id``: the blocks of one id are one model request.
 
 Sub-agents (the ``Task`` tool) write their own transcripts: ``<session-id>/subagents/agent-*.jsonl``
-(Claude Code 2.x), ``agent-*.jsonl`` beside the session with its ``sessionId`` (1.x), or sidechain
-records inside the session file. Each becomes a rollout linked to the ``Task`` call that spawned
-it (``meta.parent_rollout``, ``spawned_after_turn``, ``start_after_turn_ms``, ``spawn_call_id``,
+or ``<file stem>/subagents/agent-*.jsonl`` (Claude Code 2.x), ``agent-*.jsonl`` beside the session
+with its ``sessionId`` (1.x), or sidechain records inside the session file. A sub-agent's
+transcript given alone (every record a sidechain) converts on its own, naming its parent
+session. Each becomes a rollout linked to the ``Task`` call that spawned it
+(``meta.parent_rollout``, ``spawned_after_turn``, ``start_after_turn_ms``, ``spawn_call_id``,
 ``link``: how the call was found). The mapping is tabled in ``traces/README.md``.
 """
 
@@ -24,6 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.protocol.wire import loads_document
 from harness.traces.converters.common import (
     TurnBuilder,
     Where,
@@ -412,11 +415,13 @@ def transcript_rollouts(
 
 
 def subagent_files(path: Path, session_id: str) -> Iterator[Path]:
-    """Sub-agent transcripts of a session: ``<session>/subagents/agent-*.jsonl`` (2.x) and
+    """Sub-agent transcripts of a session: ``<session id>/subagents/agent-*.jsonl`` or
+    ``<file stem>/subagents/agent-*.jsonl`` (2.x; the two differ when the file was renamed) and
     ``agent-*.jsonl`` beside it that carry its ``sessionId`` (1.x)."""
-    nested = path.parent / session_id / "subagents"
-    if nested.is_dir():
-        yield from sorted(nested.rglob("agent-*.jsonl"))
+    for folder in dict.fromkeys((session_id, path.stem)):
+        nested = path.parent / folder / "subagents"
+        if nested.is_dir():
+            yield from sorted(nested.rglob("agent-*.jsonl"))
     for sibling in sorted(path.parent.glob("agent-*.jsonl")):
         if sibling != path and _session_of(sibling) == session_id:
             yield sibling
@@ -426,7 +431,7 @@ def _session_of(path: Path) -> str | None:
     try:
         with path.open(encoding="utf-8") as f:
             for line in f:
-                record = json.loads(line) if line.strip() else None
+                record = loads_document(line) if line.strip() else None
                 if isinstance(record, Mapping) and isinstance(record.get("sessionId"), str):
                     return str(record["sessionId"])
     except (OSError, ValueError):
@@ -500,6 +505,9 @@ def convert_claude_code(
     session = main.session_id or p.stem
     base_id = rollout_id or f"claude-{session}"
     rollouts = transcript_rollouts(main, base_id, {"session_id": session}, agent_kind)
+    if not rollouts and inline:
+        parent = next((c.session_id for c in inline if c.session_id), None)
+        return _subagent_on_its_own(p, parent, rollout_id, agent_kind)
     if not rollouts:
         raise TraceFormatError("no model request in this file", path=p)
     files = (
@@ -519,6 +527,25 @@ def convert_claude_code(
     return rollouts
 
 
+def _subagent_on_its_own(
+    path: Path, session: str | None, rollout_id: str | None, agent_kind: str
+) -> list[Rollout]:
+    """A sub-agent's transcript given without its session (every record a sidechain): its own
+    rollouts, naming the parent session they cannot be linked into."""
+    child, _ = read_transcript(path, agent_id=_agent_id_of(path))
+    meta: JSONObject = {
+        "session_id": session,
+        "agent_id": child.agent_id,
+        "link": f"a sub-agent transcript converted on its own (parent session {session}, "
+        "not given: convert the session file to link it to its Task call)",
+    }
+    base_id = rollout_id or f"claude-{session or 'nosession'}-{child.agent_id}"
+    rollouts = transcript_rollouts(child, base_id, meta, agent_kind)
+    if not rollouts:
+        raise TraceFormatError("no model request in this sub-agent transcript", path=path)
+    return rollouts
+
+
 def _agent_id_of(path: Path) -> str:
     stem = path.stem
     return stem[len("agent-") :] if stem.startswith("agent-") else stem
@@ -526,7 +553,14 @@ def _agent_id_of(path: Path) -> str:
 
 def iter_claude_sessions(root: str | os.PathLike[str]) -> Iterator[Path]:
     """Session files under ``root`` (e.g. ``~/.claude/projects``): every ``*.jsonl`` but the
-    sub-agent transcripts, which convert with their session."""
-    for file in sorted(Path(root).rglob("*.jsonl")):
-        if not file.name.startswith("agent-") and "subagents" not in file.parts:
-            yield file
+    sub-agent transcripts, which convert with their session; then the sub-agent transcripts
+    no session here claims, which convert on their own."""
+    files = sorted(Path(root).rglob("*.jsonl"))
+    sessions = [f for f in files if not _is_subagent_file(f)]
+    yield from sessions
+    claimed = {sub for s in sessions for sub in subagent_files(s, _session_of(s) or s.stem)}
+    yield from (f for f in files if _is_subagent_file(f) and f not in claimed)
+
+
+def _is_subagent_file(path: Path) -> bool:
+    return path.name.startswith("agent-") or "subagents" in path.parts

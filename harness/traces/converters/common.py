@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.protocol.items import part_text
+from harness.protocol.wire import DOCUMENT_MAX_DEPTH, WireFormatError, check_nesting, loads_document
 from harness.traces.format import (
     JSONObject,
     OutputSpec,
@@ -304,23 +305,51 @@ def req_str(obj: Mapping[str, Any], key: str, where: Where, *, empty_ok: bool = 
     return value
 
 
+# The longest JSONL line a converter reads: memory is bounded by it (and by the rollouts built).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, value) of each non-blank line; a file holding one pretty-printed JSON
-    document is told apart from a broken JSONL line."""
-    text = read_text(path)
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield lineno, json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            raise TraceFormatError(_jsonl_error(text, exc), path=path, line=lineno) from None
+    """(line number, value) of each non-blank line, read one line at a time; a file holding one
+    pretty-printed JSON document is told apart from a broken JSONL line."""
+    try:
+        with path.open("rb") as f:
+            lineno = 0
+            while line := f.readline(MAX_LINE_BYTES + 1):
+                lineno += 1
+                if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                    raise TraceFormatError(
+                        f"a line longer than {MAX_LINE_BYTES // 1024 // 1024} MiB",
+                        path=path,
+                        line=lineno,
+                    )
+                if not line.strip():
+                    continue
+                yield lineno, _jsonl_value(path, lineno, line)
+    except IsADirectoryError:
+        raise TraceFormatError("is a directory, expected a file", path=path) from None
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror}", path=path) from None
+
+
+def _jsonl_value(path: Path, lineno: int, line: bytes) -> Any:
+    try:
+        text = line.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(f"not UTF-8 text: {exc.reason}", path=path, line=lineno) from None
+    try:
+        return loads_document(text)
+    except ValueError as exc:
+        # a pretty-printed document fails at line 1: tell it apart (when small enough to read)
+        small = lineno == 1 and path.stat().st_size <= MAX_LINE_BYTES
+        whole = read_text(path) if small else ""
+        raise TraceFormatError(_jsonl_error(whole, exc), path=path, line=lineno) from None
 
 
 def _jsonl_error(text: str, exc: Exception) -> str:
     try:
-        json.loads(text)
-    except (ValueError, RecursionError):
+        loads_document(text)
+    except ValueError:
         return f"invalid JSON on this line: {exc}"
     return (
         "the file is one pretty-printed JSON document, not JSONL (one JSON object per line); "
@@ -332,7 +361,10 @@ def read_json(path: Path) -> Any:
     """One JSON document (pretty-printed or not); a JSONL file gets its own error."""
     text = read_text(path)
     try:
+        check_nesting(text, DOCUMENT_MAX_DEPTH)  # json.loads would die with RecursionError
         return json.loads(text)
+    except WireFormatError as exc:
+        raise TraceFormatError(str(exc), path=path) from None
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" and text.lstrip().startswith("{"):
             reason = "several JSON values: this looks like JSONL, expected one JSON document"

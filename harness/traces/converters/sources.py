@@ -16,6 +16,7 @@ from harness.traces.converters import (
     convert_mooncake,
     convert_openhands,
     convert_swe_agent,
+    convert_tau_bench,
     iter_claude_sessions,
 )
 from harness.traces.converters.common import ABORTED_OUTPUT
@@ -51,6 +52,7 @@ _SOURCES: dict[str, tuple[str, Converter]] = {
     ),
     "gemini-cli": ("session-*.json", lambda p, o: [convert_gemini_cli(p, agent_kind=o.agent_kind)]),
     "tracelab": ("*.jsonl*", lambda p, o: convert_tracelab(p, agent_kind=o.agent_kind)),
+    "tau-bench": ("*.json", lambda p, o: convert_tau_bench(p, agent_kind=o.agent_kind)),
 }
 SOURCES = tuple(_SOURCES)
 
@@ -76,16 +78,29 @@ def input_files(source: str, path: Path) -> list[Path]:
 
 
 def convert_inputs(
-    source: str, paths: Sequence[Path], options: ConvertOptions | str = ConvertOptions()
+    source: str,
+    paths: Sequence[Path],
+    options: ConvertOptions | str = ConvertOptions(),
+    problems: list[TraceFormatError] | None = None,
 ) -> list[Rollout]:
-    """Every input's rollouts, those of fewer than ``min_turns`` turns left out."""
+    """Every input's rollouts, those of fewer than ``min_turns`` turns left out. With
+    ``problems``, a file found in a directory that cannot be converted is added there and the
+    rest converted (one bad file never aborts a folder); a file named itself still raises."""
     if isinstance(options, str):  # the agent kind alone
         options = ConvertOptions(agent_kind=options)
     convert = _SOURCES[source][1]
     rollouts: list[Rollout] = []
     for path in paths:
         for file in input_files(source, path):
-            rollouts += [r for r in convert(file, options) if len(r.turns) >= options.min_turns]
+            try:
+                refuse_unsupported(file)
+                converted = convert(file, options)
+            except TraceFormatError as exc:
+                if problems is None or not path.is_dir():
+                    raise
+                problems.append(exc)
+                continue
+            rollouts += [r for r in converted if len(r.turns) >= options.min_turns]
     if not rollouts:
         raise TraceFormatError(f"no rollout has at least {options.min_turns} turns (--min-turns)")
     seen: set[str] = set()
@@ -94,6 +109,27 @@ def convert_inputs(
             raise TraceFormatError(f"two inputs convert to the rollout id {r.id!r}", field="id")
         seen.add(r.id)
     return rollouts
+
+
+def refuse_unsupported(path: Path) -> None:
+    """A format no converter reads, named as such rather than misread as another."""
+    if path.name.endswith(".aider.chat.history.md") or _has_line(path, b"# aider chat started at"):
+        raise TraceFormatError(
+            "aider's chat history (.aider.chat.history.md) is not supported: it is the chat as "
+            "aider printed it (Markdown), without the model requests, tool calls or timings a "
+            "rollout needs",
+            path=path,
+        )
+
+
+def _has_line(path: Path, start: bytes, within_bytes: int = 65_536) -> bool:
+    """Whether a line in the file's first `within_bytes` begins with `start`."""
+    try:
+        with path.open("rb") as f:
+            head = b"\n" + f.read(within_bytes)
+    except OSError:
+        return False
+    return b"\n" + start in head
 
 
 def summary_line(rollouts: Sequence[Rollout]) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
+from harness.protocol.wire import DOCUMENT_MAX_DEPTH, WireFormatError, check_nesting
 from harness.traces.format.parse import (
     TraceFormatError,
     declared_version,
@@ -201,9 +202,12 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> JSONObject:
 
 def _decode_line(text: str) -> Any:
     try:
+        check_nesting(text, DOCUMENT_MAX_DEPTH)  # json.loads would die with RecursionError
         return json.loads(
             text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys
         )
+    except WireFormatError as exc:
+        raise TraceFormatError(f"invalid JSON: {str(exc).removeprefix('Invalid JSON: ')}") from None
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
     except (ValueError, RecursionError) as exc:

@@ -104,3 +104,29 @@ def test_the_compact_log_expands_to_every_received_frame() -> None:
 def test_an_older_abridged_log_is_said_not_judgeable() -> None:
     row = {"t_ms": 1.0, "conn": "ws1", "dir": "recv", "kind": "deltas", "bytes": 9, "data": "3 ×"}
     assert "without its record" in expand_entries([row]).unjudgeable["ws1"]
+
+
+def test_references_expanding_past_the_budget_leave_the_connection_unjudged(
+    monkeypatch: Any,
+) -> None:
+    from harness.conformance.certificates import wirelog_compact
+
+    long_text = "x" * 1000
+    first = {"type": "response.output_text.done", "text": long_text}
+    ref = "…[same as long string #0 of c1, 1000 characters]…"
+    rows = [{"t_ms": 0, "conn": "c1", "dir": "recv", "kind": "text", "data": json.dumps(first)}]
+    rows += [
+        {
+            "t_ms": 1,
+            "conn": "c1",
+            "dir": "recv",
+            "kind": "text",
+            "data": json.dumps({**first, "text": ref}),
+        }
+        for _ in range(50)
+    ]
+    assert "c1" not in wirelog_compact.expand_entries(rows).unjudgeable  # 50 kB: within budget
+    monkeypatch.setattr(wirelog_compact, "MAX_EXPANDED_BYTES", 10_000)
+    monkeypatch.setattr(wirelog_compact, "_OVER_BUDGET", "over budget")
+    expanded = wirelog_compact.expand_entries(rows)
+    assert expanded.unjudgeable["c1"] == "over budget"

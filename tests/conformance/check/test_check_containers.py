@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from harness.cli import main
 from harness.conformance.check.offline_check import check_file
+from tests.recorded import RECORDED, recorded
 
 FORMATS = Path(__file__).parent / "recorded_formats"
 RUBY_VCR = FORMATS / "ruby-vcr-ruby-openai-gpt-4o_streamed_responsesapi_responses.yml"
@@ -111,3 +113,129 @@ def test_other_traffic_in_a_cassette_is_skipped_and_the_rest_judged(
     (report,) = json.loads(capsys.readouterr().out)["files"]
     assert report["skipped"] == 2 and len(report["responses"]) == 1
     assert any("JSON-RPC" in note for note in report["notes"]), report["notes"]
+
+
+OPENAI_DOTNET = RECORDED / "set3" / "streams" / "openai-dotnet"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ResponsesTests__CanStreamBackgroundResponses.json",
+        "ResponsesTests__CanStreamBackgroundResponsesAsync.json",
+        "ResponsesTests__CanUseStreamingBackgroundResponses.json",
+        "ResponsesTests__CanUseStreamingBackgroundResponsesAsync.json",
+    ],
+)
+def test_real_resumed_background_streams_are_judged_from_their_resume_point(name: str) -> None:
+    report = check_file(recorded(OPENAI_DOTNET / name))
+    first, resumed = report.responses
+    assert first.verdict == "PASS"
+    assert resumed.terminal == "response.completed"
+    assert resumed.response_id == first.response_id
+    assert [f.rule_id for f in resumed.findings] == ["seq.resumed"]
+    assert resumed.verdict == "INFORMATIONAL"
+
+
+def test_a_har_with_a_binary_body_is_read_and_that_body_skipped(tmp_path: Path) -> None:
+    stream = _real_stream()
+    entries = [
+        {
+            "request": {"method": "GET", "url": "https://x/logo.png"},
+            "response": {"content": {"mimeType": "image/png", "text": "\udc89PNG\ud800"}},
+        },
+        {
+            "request": {"method": "POST", "url": "https://api.openai.com/v1/responses"},
+            "response": {"content": {"mimeType": "text/event-stream", "text": stream}},
+        },
+    ]
+    path = tmp_path / "binary.har"
+    path.write_text(json.dumps({"log": {"entries": entries}}))  # \\udc89 as an escape, as HARs do
+    report = check_file(path)
+    assert len(report.responses) == 1 and report.skipped == 1
+    assert "a binary body" in report.notes[0]
+
+
+def test_a_dd_apm_test_agent_cassette_is_judged_from_its_body(tmp_path: Path) -> None:
+    cassette = {
+        "request": {
+            "method": "POST",
+            "url": "https://api.openai.com/v1/responses",
+            "headers": {},
+            "body": '{"model":"gpt-4o","stream":true}',
+        },
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"Content-Type": "text/event-stream; charset=utf-8"},
+            "body": _real_stream(),
+        },
+    }
+    path = tmp_path / "openai_responses_post_1.json"
+    path.write_text(json.dumps(cassette))
+    (response,) = check_file(path).responses
+    assert response.terminal == "response.completed"
+    assert _only_response(RUBY_VCR) == (
+        response.verdict,
+        sorted({f.rule_id for f in response.findings}),
+    )
+
+
+def _fetch_hook_lines(events: list[dict[str, Any]]) -> str:
+    """OpenRouter's fetch-hooks form: the first events parsed, the rest as raw SSE fragments."""
+    lines = [{"comment": "recorded"}, {"delay_ms": 12}]
+    lines += [{"json": e} for e in events[:3]]
+    sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events[3:])
+    lines += [{"text": sse[i : i + 50]} for i in range(0, len(sse), 50)]
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def test_an_openrouter_fetch_hooks_recording_is_judged(tmp_path: Path) -> None:
+    from tests.protocol.conftest import full_stream
+
+    path = tmp_path / "fetch-hooks.jsonl"
+    events = full_stream()
+    path.write_text(_fetch_hook_lines(events))
+    (response,) = check_file(path).responses
+    assert (response.verdict, response.events) == ("PASS", len(events))
+    broken = [e for e in events if e["type"] != "response.output_text.done"]
+    path.write_text(_fetch_hook_lines(broken))
+    (response,) = check_file(path).responses
+    assert response.verdict == "FAIL"
+
+
+def test_an_unknown_container_is_named_unknown_with_the_known_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "mystery.json"
+    path.write_text(json.dumps({"recordings": [], "version": 3}))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "an unknown container (a JSON object with keys: recordings, version)" in err
+    assert "dd-apm-test-agent cassettes" in err and "OpenRouter fetch-hooks JSONL" in err
+
+
+VCRPY_ISTR = FORMATS / "vcrpy-dd-trace-py-istr-headers-completions-400.yaml"
+DD_TEST_AGENT = FORMATS / "dd-apm-test-agent-dd-trace-py-completions-400.json"
+
+
+@pytest.mark.parametrize("path", [VCRPY_ISTR, DD_TEST_AGENT])
+def test_real_python_tagged_and_test_agent_cassettes_are_read(path: Path) -> None:
+    report = check_file(path)
+    assert report.responses == [] and report.skipped == 1
+    assert "(POST https://api.openai.com/v1/completions): skipped" in report.notes[0]
+
+
+def test_a_ruby_vcr_body_stored_as_binary_is_judged_like_its_text(tmp_path: Path) -> None:
+    """The real Ruby VCR cassette with its body as Psych writes an ASCII-8BIT string."""
+    text = RUBY_VCR.read_text(encoding="utf-8")
+    encoded = base64.b64encode(_real_stream().encode()).decode()
+    lines = "".join(f"        {encoded[i : i + 60]}\n" for i in range(0, len(encoded), 60))
+    start = text.index("      encoding: UTF-8\n      string: |+", text.index("  response:"))
+    end = text.index("  recorded_at:", start)
+    binary = (
+        text[:start] + "      encoding: ASCII-8BIT\n      string: !binary |-\n" + lines + text[end:]
+    )
+    assert "!binary" in binary and "event: response.created" not in binary
+    path = tmp_path / "binary.yml"
+    path.write_text(binary)
+    assert _only_response(path) == _only_response(RUBY_VCR)

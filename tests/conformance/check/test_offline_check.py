@@ -216,3 +216,64 @@ def test_an_abridged_wire_log_is_refused_per_connection_with_a_note(tmp_path: Pa
     report = check_file(path)
     assert report.responses == []
     assert any("not judged: rows elided" in note for note in report.notes), report.notes
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("deep.json", "[" * 200_000 + "]" * 200_000, "nesting deeper than 200 levels"),
+        ("deep.jsonl", '{"a":' * 10_000 + "1" + "}" * 10_000 + "\n", "nesting deeper"),
+        ("deep.yaml", "interactions:\n  - " + "[" * 50_000 + "]" * 50_000 + "\n", "deeper than"),
+        ("deep.sse", "data: " + "[" * 5_000 + "]" * 5_000 + "\n\n", "nesting deeper"),
+    ],
+)
+def test_deep_nesting_exits_2_with_one_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, says: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"wsmode check: {path}") and says in err and "\n" not in err
+
+
+def _folder(tmp_path: Path, *, broken: bool, unreadable: bool) -> Path:
+    folder = tmp_path / "recordings"
+    folder.mkdir()
+    clean = _clean_events()
+    (folder / "a-clean.jsonl").write_text("".join(json.dumps(e) + "\n" for e in clean))
+    if broken:
+        bad = [e for e in clean if e["type"] != "response.in_progress"]
+        (folder / "b-broken.jsonl").write_text("".join(json.dumps(e) + "\n" for e in bad))
+    if unreadable:
+        (folder / "c-garbage.jsonl").write_text("{not json\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("broken", "unreadable", "status"),
+    [(False, False, 0), (True, False, 1), (False, True, 3), (True, True, 4)],
+)
+def test_a_folders_exit_status_tells_fail_from_unreadable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], broken: bool, unreadable: bool, status: int
+) -> None:
+    folder = _folder(tmp_path, broken=broken, unreadable=unreadable)
+    assert main(["check", str(folder)]) == status
+    out = capsys.readouterr().out
+    assert f"file {folder / 'a-clean.jsonl'}: read, 1 responses: 1 PASS" in out
+    if unreadable:
+        assert f"file {folder / 'c-garbage.jsonl'}: unreadable: " in out
+        assert "1 files unreadable" in out
+    if broken:
+        assert f"file {folder / 'b-broken.jsonl'}: read, 1 responses: 1 FAIL" in out
+
+
+def test_strict_makes_an_unreadable_file_fatal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _folder(tmp_path, broken=False, unreadable=True)
+    assert main(["check", "--strict", str(folder)]) == 2
+    capsys.readouterr()
+    assert main(["check", "--json", str(folder)]) == 3
+    document = json.loads(capsys.readouterr().out)
+    assert document["exit_status"] == 3 and len(document["unreadable"]) == 1
