@@ -437,6 +437,8 @@ class ResponseAccumulator:
         # the field rules (field_rules.py), registered here so every reader applies them
         streamed = any(_has_streamed(item) for item in self.items)
         announced = {item.item_id for item in self.items}
+        if self.resumed_after is not None:  # what came before the resume point was not seen here
+            announced |= _ids_before_resume(self.items, response.get("output"))
         for rule_id, message in terminal_problems(
             response, streamed_output=streamed, announced_ids=announced
         ):
@@ -690,6 +692,20 @@ def _has_streamed(item: _Item) -> bool:
 
 # An item announced before a resumed stream's first event: taken as done, its events unjudged.
 _BEFORE_RESUME = "<before the resume point>"
+
+
+def _ids_before_resume(items: list[_Item], listed: Any) -> set[str | None]:
+    """The ids a resumed response's terminal lists at the places of items announced before the
+    resume point: this stream never saw them announced, and they are not foreign."""
+    if not isinstance(listed, list):
+        return set()
+    return {
+        entry.get("id")
+        for item, entry in zip(items, listed, strict=False)
+        if item.item_type == _BEFORE_RESUME and isinstance(entry, dict)
+    }
+
+
 # What a resumed stream's first event may follow: a later start event, or output (any other).
 _RESUME_PHASE = {
     "response.queued": Phase.IDLE,
