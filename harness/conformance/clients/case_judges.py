@@ -301,3 +301,74 @@ def slow(ev: Evidence) -> None:
 
 def keepalive(ev: Evidence) -> None:
     all_complete(ev)
+
+
+def history_resent(ev: Evidence) -> None:
+    """Performance: the bytes of input sent beyond the new message, over a socket that held
+    each parent (what resending the history costs)."""
+    all_complete(ev)
+    first = ev.creates_for(0)
+    if not first:
+        return
+    conn, resent_bytes, turns_resent = first[0].conn, 0, 0
+    for turn in range(1, len(ev.task.turns)):
+        for create in ev.creates_for(turn):
+            if create.conn == conn and create.mentions(ev.markers[turn - 1]):
+                turns_resent += 1
+                resent_bytes += len(create.input_text()) - len(ev.task.turns[turn].input)
+    if turns_resent:
+        ev.find(
+            "client.incremental",
+            f"{turns_resent} continuation(s) on the socket that held their parent resent the "
+            f"history: {resent_bytes} bytes of earlier turns sent again",
+        )
+
+
+def ambiguous_failure(ev: Evidence) -> None:
+    report = ev.report(0)
+    sent = ev.creates_for(0)
+    if report is None and not ev.run.killed:
+        ev.find("client.outcome", "turn 0 was received, then cut before any event; no outcome")
+    elif report is not None and report.status == "completed" and len(sent) > 1:
+        ev.note(
+            f"turn 0 was sent {len(sent)} times after the ambiguous failure (the server had "
+            "received it); the caller was told it completed"
+        )
+    resends(ev)
+    require_completed(ev, 1, "client.recovers", "after the ambiguous failure did not complete")
+
+
+def over_frame_limit(ev: Evidence) -> None:
+    if not any("1009" in r.data for r in ev.watch.of_kind("close")):
+        ev.outcome.harness_error = "the server did not close 1009 (was the message under 32 KiB?)"
+        return
+    report = ev.report(0)
+    told = report is not None or not ev.run.killed  # a killed run is judged by no_hang
+    if told and (report is None or report.status == "completed"):
+        ev.find("client.error_surfaced", f"turn 0 was refused (1009): {describe(report)}")
+    attempts = len(ev.watch.upgrades())
+    storm = storm_level(attempts)
+    if storm is not None:
+        ev.find(
+            "client.retry_storm",
+            f"the oversized create was tried on {attempts} connections (budget {RETRY_BUDGET})",
+            storm,
+        )
+    require_completed(ev, 1, "client.recovers", "after the 1009 did not complete")
+
+
+def fresh_task(ev: Evidence) -> None:
+    all_complete(ev)
+    first = [i for i, t in enumerate(ev.task.turns) if t.new_conversation]
+    for turn in first:
+        for create in ev.creates_for(turn):
+            if create.previous_response_id is not None:
+                ev.find(
+                    "client.fresh_chain",
+                    f"turn {turn} starts a new task, yet names previous_response_id "
+                    f"{create.previous_response_id} of the task before it",
+                )
+                return
+            if any(create.mentions(m) for m in ev.markers[:turn]):
+                ev.find("client.fresh_chain", f"turn {turn} carries the earlier task's turns")
+                return

@@ -52,6 +52,7 @@ class ClientCase:
     parallel: bool = False
     lanes: bool = False
     lifetime: bool = False  # the server runs with the shortened lifetime
+    max_message_bytes: int | None = None  # the server's frame limit, when the case sets one
     extra_s: Callable[[Timings], float] = field(default=lambda t: 0.0)
 
     @property
@@ -95,6 +96,26 @@ def _idle_turns(t: Timings) -> tuple[Turn, ...]:
 
 def _after_lifetime_ms(t: Timings) -> int:
     return int(t.lifetime_s * 1000) + t.idle_gap_ms
+
+
+BIG_INPUT_BYTES: Final = 40 * 1024  # over 32 KiB: a tool output or a pasted file
+BIG_REPLY_TOKENS: Final = 8000  # an answer whose terminal event is a frame over 32 KiB (~36)
+FIELD_FRAME_LIMIT_BYTES: Final = 32 * 1024  # the frame limit the over-limit case's server sets
+
+
+def _big_turns(t: Timings) -> tuple[Turn, ...]:
+    filler = " ".join("tool-output-line" for _ in range(BIG_INPUT_BYTES // 17))
+    return (
+        Turn(f"Turn 0: this is a large tool output; reply with one short sentence. {filler}"),
+        Turn("Turn 1: reply with one short sentence.", t.idle_gap_ms),
+    )
+
+
+def _two_tasks(t: Timings) -> tuple[Turn, ...]:
+    return (
+        *_turns(2)(t),
+        Turn("Turn 2, a new task: reply with one short sentence.", new_conversation=True),
+    )
 
 
 def _nothing(t: Timings) -> CaseBehaviour:
@@ -379,6 +400,85 @@ _BASE: Final[tuple[ClientCase, ...]] = (
         judge=judges.lanes,
         parallel=True,
         lanes=True,
+    ),
+    ClientCase(
+        id="5.1.client.history-resent",
+        category="continuation",
+        title="four turns on one socket that holds each previous response: the bytes a client "
+        "resends instead of continuing are reported (performance)",
+        sources=(
+            "docs/PROTOCOL.md §5.1 (the connection cache renders only the new items)",
+            "strands-agents/harness-sdk#1957 (the full history resent every turn)",
+            "SamSaffron/term-llm#667 (the whole transcript rebuilt before each reused request)",
+        ),
+        rules=("client.outcome", "client.incremental"),
+        behaviour=_nothing,
+        turns=_turns(4),
+        judge=judges.history_resent,
+    ),
+    ClientCase(
+        id="4.3.client.drop-before-created",
+        category="errors",
+        title="an ambiguous failure: the server receives turn 0's create and drops the socket "
+        "before any event; the caller gets an outcome, a resend stays within the budget, "
+        "turn 1 completes",
+        sources=(
+            "docs/PROTOCOL.md §5.3 (no stream resume: a received create may have run)",
+            "bman654/clodex#29 (replay only before the first frame)",
+            "fastly/pushpin#47619 (no retry once the request was submitted)",
+            "Soju06/codex-lb#415 (safe replay only before response.created)",
+        ),
+        rules=("client.outcome", "client.retry_storm", "client.recovers"),
+        behaviour=lambda t: CaseBehaviour(drop_before_created=True),
+        turns=lambda t: _turns(2, t.idle_gap_ms)(t),
+        judge=judges.ambiguous_failure,
+    ),
+    ClientCase(
+        id="1.client.frame-over-32k",
+        category="handshake",
+        title="a 40 KiB message (a large tool output) under the server's 4 MiB limit, and an "
+        "answer whose terminal event is over 32 KiB: the turn completes",
+        sources=(
+            "docs/PROTOCOL.md §1 (the reference server's --max-message-bytes, close 1009)",
+            "Soju06/codex-lb#390 (large tool outputs in response.create)",
+            "lidge-jun/opencodex#2426 (large Responses requests over WebSocket)",
+        ),
+        rules=("client.outcome", "client.truthful"),
+        behaviour=lambda t: CaseBehaviour(reply_tokens=BIG_REPLY_TOKENS),
+        turns=lambda t: _big_turns(t)[:1],
+        judge=judges.all_complete,
+        extra_s=lambda t: BIG_REPLY_TOKENS / 2000 + 2,  # 8,000 deltas at the cases' 2,000/s
+    ),
+    ClientCase(
+        id="1.client.frame-over-limit",
+        category="handshake",
+        title="a 40 KiB message over a 32 KiB frame limit: the server closes 1009; the caller "
+        "gets an error, the oversized create is not resent past the budget, turn 1 completes",
+        sources=(
+            "RFC 6455 §7.4.1 (1009: message too big)",
+            "anomalyco/opencode#42572 (the same oversized create retried five times)",
+            "router-for-me/CLIProxyAPI#4409 (1009 retried with other credentials)",
+        ),
+        rules=("client.error_surfaced", "client.retry_storm", "client.recovers"),
+        behaviour=_nothing,
+        turns=_big_turns,
+        judge=judges.over_frame_limit,
+        max_message_bytes=FIELD_FRAME_LIMIT_BYTES,
+    ),
+    ClientCase(
+        id="5.1.client.stale-id-next-task",
+        category="continuation",
+        title="a second task on the same client after a two-turn one: its first turn carries no "
+        "previous_response_id of the first task",
+        sources=(
+            "openai/codex#42787 (the response chain leaks across turns on a reused socket)",
+            "openclaw/openclaw#44945 (a stale connection-global previous_response_id)",
+            "stippi/code-assistant#200 (a reused socket with an abandoned response)",
+        ),
+        rules=("client.fresh_chain", "client.outcome"),
+        behaviour=_nothing,
+        turns=_two_tasks,
+        judge=judges.fresh_task,
     ),
     ClientCase(
         id="5.3.client.slow-ttft",

@@ -144,8 +144,9 @@ async def run_case(
     task = _marked(task, markers)
     # every answer is a short scripted message (many deltas, little to parse); the case's acts
     # aim at turn 0 however often the client resends it, as a real server would answer it again
+    scripted = case.behaviour(timings)
     behaviour = dataclasses.replace(
-        case.behaviour(timings), reply_tokens=REPLY_TOKENS, target_input=markers[0]
+        scripted, reply_tokens=scripted.reply_tokens or REPLY_TOKENS, target_input=markers[0]
     )
     started_at, started = utc_now_iso(), time.perf_counter()
     with _scratch() as scratch:
@@ -156,7 +157,10 @@ async def run_case(
             profile=str(case_profile(scratch)),
             data_dir=scratch / "server",
             api_keys=(API_KEY,),
-            limits=Limits(connection_lifetime_s=lifetime_s),
+            limits=Limits(
+                connection_lifetime_s=lifetime_s,
+                max_message_bytes=case.max_message_bytes or Limits().max_message_bytes,
+            ),
             case_behaviour=behaviour,
             lanes=case.lanes,
         )

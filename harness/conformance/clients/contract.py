@@ -48,14 +48,24 @@ REAPER: Final = Path(__file__).with_name("reaper.py")  # run as a file: stdlib o
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One user turn: its text, how long to wait before sending it, its lane (`stream_id`)."""
+    """One user turn: its text, how long to wait before sending it, its lane (`stream_id`),
+    and whether it starts a new conversation (the next task of the same client: nothing of the
+    earlier turns, no previous_response_id, the same client and connection as it likes)."""
 
     input: str
     delay_ms: int = 0
     stream_id: str | None = None
+    new_conversation: bool = False
 
     def as_json(self) -> dict[str, Any]:
-        return {"input": self.input, "delay_ms": self.delay_ms, "stream_id": self.stream_id}
+        line: dict[str, Any] = {
+            "input": self.input,
+            "delay_ms": self.delay_ms,
+            "stream_id": self.stream_id,
+        }
+        if self.new_conversation:
+            line["new_conversation"] = True
+        return line
 
 
 @dataclass(frozen=True, slots=True)

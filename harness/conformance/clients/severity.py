@@ -88,6 +88,12 @@ CLIENT_RULES: Final[dict[str, ClientRule]] = {
         "docs/PROTOCOL.md §5.2 (one in flight, FIFO); pydantic-ai and @openai/agents with ws "
         "hand the next turn a leftover response.failed (wsmode issue 38)",
     ),
+    "client.fresh_chain": ClientRule(
+        "mixed",
+        "a new conversation's first turn names no previous_response_id of an earlier one",
+        "openai/codex#42787 (a reused socket's response chain leaks into the next turn), "
+        "openclaw/openclaw#44945 (a stale connection-global previous_response_id)",
+    ),
     "client.error_surfaced": ClientRule(
         "lost",
         "a server error ends that turn with an error outcome carrying the server's code",

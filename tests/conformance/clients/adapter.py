@@ -49,6 +49,10 @@ BREAKS = (
     "early-chain",  # sends the next turn on response.created, chained on its id
     "reuse-dead-id",  # store=false: continues the dead connection's id after a reconnect
     "no-close",  # exits without a close frame (the socket is dropped)
+    "full-history",  # resends the whole history on a socket that holds the parent
+    "retry-oversized",  # resends a create the server refused with 1009, five times
+    "stale-id-next-task",  # a new task keeps the last task's previous_response_id
+    "small-frames",  # reads frames of at most 32 KiB (a client's own max_size)
 )
 
 
@@ -112,7 +116,7 @@ class Client:
                     os.environ["WSMODE_CLIENT_WS_URL"],
                     additional_headers=headers,
                     open_timeout=10,
-                    max_size=None,
+                    max_size=32 * 1024 if self.broken == "small-frames" else None,
                 )
                 self.fresh = self.connected = True
                 return self.ws
@@ -160,12 +164,12 @@ class Client:
     def run_turn(self, user: dict[str, Any]) -> dict[str, Any]:
         if self.http_only:
             return self.http_turn(user)
-        for _ in range(3):
+        for _ in range(6 if self.broken == "retry-oversized" else 3):
             try:
                 return self.ws_turn(user)
             except Lost as lost:
                 self.ws = None
-                if lost.sent and self.broken != "replay-after-drop":
+                if lost.sent and self.broken not in ("replay-after-drop", "retry-oversized"):
                     raise
                 if self.broken in ("no-reconnect", "no-retry-before-101"):
                     raise
@@ -179,6 +183,8 @@ class Client:
             "store": self.task["store"],
         }
         fresh = self.fresh and self.broken != "reuse-dead-id"
+        if self.broken == "full-history":
+            full = True
         if full or self.previous is None or (fresh and not self.task["store"]):
             body["input"] = [*self.history, user]
         else:
@@ -381,6 +387,10 @@ def main() -> int:
         turns = turns[2:]
     for index, turn in turns:
         time.sleep(turn["delay_ms"] / 1000)
+        if turn.get("new_conversation"):  # the next task: nothing of the earlier turns
+            client.history = []
+            if args.broken != "stale-id-next-task":
+                client.previous = None
         try:
             client.turn(index, turn["input"])
         except TimeoutError:
