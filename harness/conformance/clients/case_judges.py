@@ -135,6 +135,10 @@ def after_idle_loss(ev: Evidence) -> None:
 
 def not_found(ev: Evidence) -> None:
     require_completed(ev, 0, "client.outcome", "did not complete")
+    if not any(c.previous_response_id for c in ev.watch.creates()):
+        # nothing was there to miss: report it, never a PASS that tested nothing
+        ev.outcome.informational = True
+        ev.note("the client never sent previous_response_id: no continuation to miss")
     tries = ev.creates_for(1)
     first_response = ev.report(0)
     answer = ev.watch.response(first_response.response_id if first_response else None)

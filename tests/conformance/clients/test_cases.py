@@ -188,3 +188,14 @@ def test_storms_are_graded_by_their_count(
         for mode in ("retry-storm", "storm-200")
     }
     assert levels == {"retry-storm": {"SHOULD"}, "storm-200": {"MUST"}}
+
+
+def test_a_client_that_never_chains_is_reported_not_passed_on_a_miss() -> None:
+    """previous_response_not_found cannot be met by a client that resends the history every
+    turn: the case says so (INFORMATIONAL) instead of a vacuous PASS."""
+    case = case_by_id("5.1.client.previous-response-not-found")
+    result = asyncio.run(
+        run_case(adapter("full-history"), case, TIMINGS, base_env=dict(os.environ))
+    )
+    assert str(result.verdict) == "INFORMATIONAL", result.as_dict()["detail"]
+    assert "never sent previous_response_id" in result.as_dict()["detail"]
