@@ -62,12 +62,31 @@ def raised_where(exc: BaseException) -> str:
     return f"{path}:{frame.lineno} in {frame.name}"
 
 
+# Exceptions that are a bug of the code that raised them: a wrapper's cause of this kind is the
+# one the certificate names (harness/conformance/clients/crashes.py holds the same list).
+_BUGS = (AttributeError, TypeError, KeyError, IndexError, NameError, AssertionError, RecursionError)
+
+
+def _root_bug(exc: BaseException) -> BaseException:
+    """`exc`, or the programming error it was raised from (its __cause__ / __context__ chain)."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, _BUGS):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return exc
+
+
 def error_line(turn: int, exc: BaseException | None = None, **error: Any) -> dict[str, Any]:
     """An error outcome; with an exception, its type and message (and an HTTP status if any),
-    and `exception` {type, where}: the certificate names a crash inside the library."""
+    and `exception` {type, where}: the certificate names a crash inside the library, also when
+    a wrapper exception was raised from it."""
     if exc is not None:
         error.setdefault("message", f"{type(exc).__name__}: {exc}")
-        error.setdefault("exception", {"type": type(exc).__name__, "where": raised_where(exc)})
+        root = _root_bug(exc)
+        error.setdefault("exception", {"type": type(root).__name__, "where": raised_where(root)})
         response = getattr(exc, "response", None)
         status = getattr(exc, "status_code", None) or getattr(response, "status_code", None)
         if isinstance(status, int):

@@ -47,3 +47,32 @@ def test_a_reported_programming_error_is_a_crash_and_an_api_error_is_not() -> No
     assert crash is not None and crash.where == "pydantic_ai/x.py:3 in f"
     api = from_report({"error": {"exception": {"type": "BadRequestError", "where": "openai/x"}}})
     assert api is None
+
+
+def test_the_adapters_report_a_wrapped_programming_error_as_the_crash() -> None:
+    """A library that wraps its own AttributeError in an API error: the adapter's report names
+    the AttributeError and its frame (suites/clients/adapters/_contract.py)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "suites/clients/adapters"))
+    try:
+        import _contract  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+
+    def library_code() -> None:
+        payload: object = "invalid_prompt: refused"
+        payload.code  # type: ignore[attr-defined]  # noqa: B018 - the bug under test
+
+    try:
+        try:
+            library_code()
+        except AttributeError as bug:
+            raise RuntimeError("failed to map the error") from bug
+    except RuntimeError as wrapper:
+        line = _contract.error_line(0, wrapper)
+    crash = from_report(line)
+    assert crash is not None and crash.type == "AttributeError"
+    assert crash.where.endswith("in library_code")
+    assert line["error"]["message"].startswith("RuntimeError: failed to map the error")
