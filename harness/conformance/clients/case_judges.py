@@ -362,15 +362,20 @@ def over_frame_limit(ev: Evidence) -> None:
 
 
 def fresh_task(ev: Evidence) -> None:
+    """A new task's creates name no response of an earlier task as their parent (a parent made
+    within the new task, such as a warm-up's, is the task's own)."""
     all_complete(ev)
+    owners = ev.watch.owners()
     first = [i for i, t in enumerate(ev.task.turns) if t.new_conversation]
     for turn in first:
+        earlier = [c for t in range(turn) for c in ev.creates_for(t)]
         for create in ev.creates_for(turn):
-            if create.previous_response_id is not None:
+            parent = create.previous_response_id
+            if parent is not None and owners.get(parent) in earlier:
                 ev.find(
                     "client.fresh_chain",
-                    f"turn {turn} starts a new task, yet names previous_response_id "
-                    f"{create.previous_response_id} of the task before it",
+                    f"turn {turn} starts a new task, yet continues {parent}, a response of the "
+                    "task before it",
                 )
                 return
             if any(create.mentions(m) for m in ev.markers[:turn]):
