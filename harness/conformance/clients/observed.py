@@ -164,8 +164,23 @@ class ServerWatch:
         """Which create each response answers: per connection and lane the oldest create not
         yet answered owns the next `response.created`; an `error` without a sequence number
         answers (refuses) the oldest one instead."""
+        return self._answers()[0]
+
+    def failure_codes(self) -> list[tuple[Create, str]]:
+        """Each create the server failed or refused, with the error code it sent for it."""
+        owners, refused = self._answers()
+        found = list(refused)
+        for _, response in self.responses():
+            error = response.get("error")
+            owner = owners.get(str(response.get("id")))
+            if owner is not None and isinstance(error, dict) and isinstance(error.get("code"), str):
+                found.append((owner, error["code"]))
+        return found
+
+    def _answers(self) -> tuple[dict[str, Create], list[tuple[Create, str]]]:
         pending: dict[tuple[str, str | None], list[Create]] = {}
         owners: dict[str, Create] = {}
+        refused: list[tuple[Create, str]] = []
         creates = iter(self.creates())
         upcoming = next(creates, None)
         for record, event in self.events_out():
@@ -180,8 +195,10 @@ class ServerWatch:
                 if isinstance(response, dict) and isinstance(response.get("id"), str):
                     owners[response["id"]] = lane.pop(0)
             elif event.get("type") == "error" and "sequence_number" not in event:
-                lane.pop(0)
-        return owners
+                payload = event.get("error")
+                payload = payload if isinstance(payload, dict) else event
+                refused.append((lane.pop(0), str(payload.get("code"))))
+        return owners, refused
 
     def terminal_sent(self, response_id: str) -> Record | None:
         """The record of the terminal event the server sent for `response_id`, if any."""

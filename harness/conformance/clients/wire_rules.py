@@ -86,6 +86,7 @@ def _authorized(ev: Evidence) -> None:
 
 def _own_outcomes(ev: Evidence) -> None:
     owners = ev.watch.owners()
+    _borrowed_failures(ev)
     for report in ev.run.reports:
         if report.response_id is None or report.turn >= len(ev.markers):
             continue
@@ -99,6 +100,34 @@ def _own_outcomes(ev: Evidence) -> None:
             f"turn {report.turn} was handed {report.response_id} ({report.status}), the response "
             f"to {whose} create",
         )
+
+
+def _borrowed_failures(ev: Evidence) -> None:
+    """A turn's error carrying a code the server sent only for another turn's create: the
+    client handed it a leftover (a response.failed still in the socket)."""
+    failures = ev.watch.failure_codes()
+    for report in ev.run.reports:
+        code = report.error_code
+        if report.status not in ("error", "failed") or code is None or report.response_id:
+            continue  # with an id, _own_outcomes judges it by the id
+        if report.turn >= len(ev.markers):
+            continue
+        mine = ev.creates_for(report.turn)
+        if any(create in mine for create, c in failures if c == code):
+            continue
+        others = [
+            t
+            for t in range(len(ev.markers))
+            if t != report.turn
+            and any(create in ev.creates_for(t) for create, c in failures if c == code)
+        ]
+        if others:
+            ev.find(
+                "client.own_outcome",
+                f"turn {report.turn} was handed the error {code!r} the server sent for turn "
+                f"{others[0]}'s create (its own create was not failed)",
+            )
+            return
 
 
 def closed_cleanly(ev: Evidence) -> None:

@@ -53,6 +53,7 @@ BREAKS = (
     "retry-oversized",  # resends a create the server refused with 1009, five times
     "stale-id-next-task",  # a new task keeps the last task's previous_response_id
     "small-frames",  # reads frames of at most 32 KiB (a client's own max_size)
+    "leftover-error",  # as leftover-failed, and the next turn's error has no response id
 )
 
 
@@ -222,7 +223,7 @@ class Client:
                 if self.broken == "hang-on-error":
                     continue
                 inside = "sequence_number" in event  # inside a response: response.failed follows
-                if inside and self.broken != "leftover-failed":
+                if inside and self.broken not in ("leftover-failed", "leftover-error"):
                     continue
                 return {"status": "error", "error": self.error_of(event)}
             if kind == "response.output_text.delta":
@@ -277,6 +278,8 @@ class Client:
         error = dict(response.get("error") or {})
         if self.broken == "drop-failed-code":
             error.pop("code", None)
+        if self.broken == "leftover-error":  # the SDK raises it as a plain error (pydantic-ai)
+            return {"status": "error", "error": error}
         return {"status": "failed", "response_id": response["id"], "error": error}
 
     def early_chain(self, first: str, second: str) -> None:
