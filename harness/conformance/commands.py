@@ -97,6 +97,7 @@ def certify_client_main(args: argparse.Namespace) -> int:
     from harness.conformance.clients.client_runner import ClientUnderTest, select_cases
     from harness.conformance.clients.profiles import (
         ClientProfileError,
+        Places,
         client_from_profile,
         load_profile,
     )
@@ -124,7 +125,8 @@ def certify_client_main(args: argparse.Namespace) -> int:
         client = ClientUnderTest(name, command, config.version_label)
     elif config.client:
         try:
-            client = client_from_profile(load_profile(config.client))
+            places = Places(venvs=config.venvs, node_clients=config.node_clients)
+            client = client_from_profile(load_profile(config.client), places)
         except ClientProfileError as exc:
             return usage_error(CERTIFY_CLIENT, str(exc))
     else:

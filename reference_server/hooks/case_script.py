@@ -167,6 +167,10 @@ class _ResponseTap:
 
     async def __call__(self, *events: Event) -> None:
         b = self.behaviour
+        if b.drop_before_created and not self.script.cut_done:
+            self.script.cut_done = True  # received, never answered: an ambiguous failure
+            self.abort()
+            return
         batch = list(events)
         if not self.waited and b.first_event_delay_s > 0:
             early = [e for e in batch if e.get("type") in _LIFECYCLE]

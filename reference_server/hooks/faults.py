@@ -209,6 +209,7 @@ class CaseBehaviour:
     error_shape: ErrorShape = "nested"  # nested {error:{...}}, flat (openai-node), a string
     miss_continuations: int = 0  # the first N continuations find their parent evicted
     drop_after_deltas: int | None = None  # the first response is cut (1006) after N deltas
+    drop_before_created: bool = False  # the first create is received, then 1006 before any event
     fail_after_deltas: int | None = None  # the first (or each targeted) response fails
     fail_code: str = "server_error"
     incomplete_for_create: int | None = None  # this create's response is capped: incomplete

@@ -2,40 +2,45 @@
 
 A case names its server behaviour (`faults.CaseBehaviour`), the task the adapter gets, and a
 judge that reads what the server observed and what the caller was told. Ids start with the
-docs/PROTOCOL.md section of the behaviour; the level comes from what the API documents (MUST
-for documented events and errors a client has to handle, SHOULD for recovery the docs advise
-or the field expects, MAY for what is only reported); `sources` names the protocol section and
-the public issue or pull request where a client was seen to fail it.
+docs/PROTOCOL.md section of the behaviour. Each finding is graded by the consequence of the rule
+it breaks (`severity`: a lost or mixed-up turn and a forbidden request are MUST, a storm by its
+count, a degraded answer SHOULD, a slower path MAY), whichever case sees it; a case's level is the
+strongest of its own rules. `sources` names the protocol section and the public issue or pull
+request where a client was seen to fail it; each rule names the source of its level.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from harness.conformance.clients import case_judges as judges
+from harness.conformance.clients.case_judges import Judge
 from harness.conformance.clients.client_config import Timings
 from harness.conformance.clients.contract import Task, Turn
-from harness.conformance.clients.judging import (
-    Evidence,
-    describe,
-    require_completed,
-    require_error,
-)
-from harness.conformance.clients.observed import output_text
-from harness.protocol.levels import RequirementLevel
+from harness.conformance.clients.severity import CLIENT_RULES
+from harness.protocol.levels import REQUIREMENT_LEVELS, RequirementLevel
 from reference_server.hooks.faults import CaseBehaviour
 
-STORM_LIMIT: Final = 3  # upgrade attempts for one refused turn before it is a storm
-
-
-Judge = Callable[[Evidence], None]
+# Judged in every case (judging.common_checks, wire_rules.wire_checks), whatever it is about.
+COMMON_RULES: Final = (
+    "client.no_hang",
+    "client.outcome",
+    "client.report_format",
+    "client.truthful",
+    "client.own_outcome",
+    "client.chain_after_terminal",
+    "client.store_false_scope",
+    "client.dead_id",
+    "client.authorized",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class ClientCase:
     id: str
-    level: RequirementLevel
     category: str
     title: str
     sources: tuple[str, ...]
@@ -47,7 +52,22 @@ class ClientCase:
     parallel: bool = False
     lanes: bool = False
     lifetime: bool = False  # the server runs with the shortened lifetime
+    max_message_bytes: int | None = None  # the server's frame limit, when the case sets one
     extra_s: Callable[[Timings], float] = field(default=lambda t: 0.0)
+
+    @property
+    def level(self) -> RequirementLevel:
+        """The strongest level its own rules grade at (each finding is graded by the
+        consequence of its rule: `severity`)."""
+        levels = {CLIENT_RULES[rule].level for rule in self.rules}
+        return next(level for level in REQUIREMENT_LEVELS if level in levels)
+
+    @property
+    def source_of_level(self) -> str:
+        """Where the case's level comes from: the source of its strongest rule."""
+        level = self.level
+        rule = next(r for r in self.rules if CLIENT_RULES[r].level == level)
+        return f"{rule}: {CLIENT_RULES[rule].source}"
 
     @property
     def section(self) -> str:
@@ -78,282 +98,28 @@ def _after_lifetime_ms(t: Timings) -> int:
     return int(t.lifetime_s * 1000) + t.idle_gap_ms
 
 
+BIG_INPUT_BYTES: Final = 40 * 1024  # over 32 KiB: a tool output or a pasted file
+BIG_REPLY_TOKENS: Final = 8000  # an answer whose terminal event is a frame over 32 KiB (~36)
+FIELD_FRAME_LIMIT_BYTES: Final = 32 * 1024  # the frame limit the over-limit case's server sets
+
+
+def _big_turns(t: Timings) -> tuple[Turn, ...]:
+    filler = " ".join("tool-output-line" for _ in range(BIG_INPUT_BYTES // 17))
+    return (
+        Turn(f"Turn 0: this is a large tool output; reply with one short sentence. {filler}"),
+        Turn("Turn 1: reply with one short sentence.", t.idle_gap_ms),
+    )
+
+
+def _two_tasks(t: Timings) -> tuple[Turn, ...]:
+    return (
+        *_turns(2)(t),
+        Turn("Turn 2, a new task: reply with one short sentence.", new_conversation=True),
+    )
+
+
 def _nothing(t: Timings) -> CaseBehaviour:
     return CaseBehaviour()
-
-
-# -- judges -------------------------------------------------------------------------------------
-def _all_complete(ev: Evidence) -> None:
-    for turn in range(len(ev.task.turns)):
-        require_completed(ev, turn, "client.outcome", "did not complete")
-
-
-def _conversation(ev: Evidence) -> None:
-    _all_complete(ev)
-    connections = {c.conn for c in ev.watch.creates()}
-    if len(connections) > 1:
-        ev.find("client.incremental", f"the conversation used {len(connections)} connections")
-    for turn in range(1, len(ev.task.turns)):
-        for create in ev.creates_for(turn):
-            if create.previous_response_id is None:
-                ev.find(
-                    "client.incremental",
-                    f"turn {turn} was sent without previous_response_id (the whole history again)",
-                )
-            elif create.mentions(ev.markers[turn - 1]):
-                ev.find("client.incremental", f"turn {turn} resent earlier turns with its parent")
-
-
-def _upgrade_refused(status: int) -> Judge:
-    def judge(ev: Evidence) -> None:
-        report = ev.report(0)
-        fell_back = bool(ev.watch.http_requests())
-        if report is not None and report.status == "completed":
-            if not fell_back and status != 429:
-                ev.note("completed although every upgrade was refused")
-        elif report is not None and report.status == "error":
-            if report.error_status != status and report.error_code is None:
-                in_text = str(status) in (report.error_message or "")
-                ev.find(
-                    "client.error_detail",
-                    f"the caller's error names neither the refusal's status {status} nor its "
-                    f"code{' (the status only inside its message)' if in_text else ''}: "
-                    f"{describe(report)}",
-                )
-        elif report is not None or not ev.run.killed:
-            ev.find(
-                "client.outcome", f"turn 0: expected an error or an answer, got {describe(report)}"
-            )
-        attempts = ev.watch.upgrades()
-        if len(attempts) > STORM_LIMIT:
-            span = attempts[-1].at_ms - attempts[0].at_ms
-            ev.find(
-                "client.retry_storm",
-                f"{len(attempts)} upgrade attempts in {span:.0f} ms after a {status}",
-            )
-        if status == 429 and len(attempts) > 1:
-            gap_ms = attempts[1].at_ms - attempts[0].at_ms
-            retry_after_s = ev.behaviour.retry_after_s or 0
-            if gap_ms < 900 * retry_after_s:
-                ev.find(
-                    "client.retry_storm",
-                    f"retried {gap_ms:.0f} ms after a 429 that asked for Retry-After: "
-                    f"{retry_after_s} s",
-                )
-        if status == 426 and not fell_back:
-            ev.find("client.fallback", "no HTTP request followed the 426")
-        if fell_back:
-            ev.note(f"fell back to HTTP after {len(attempts)} upgrade attempt(s)")
-
-    return judge
-
-
-def _close_before_101(ev: Evidence) -> None:
-    report = ev.report(0)
-    if report is None or report.status not in ("completed", "error"):
-        if report is not None or not ev.run.killed:
-            ev.find("client.outcome", f"turn 0: expected an answer or an error: {describe(report)}")
-    elif report.status == "error":
-        ev.find(
-            "client.safe_retry",
-            "the create was never sent (the connection closed before 101), yet the turn "
-            f"failed instead of being retried: {describe(report)}",
-        )
-    if len(ev.watch.upgrades()) > STORM_LIMIT:
-        ev.find("client.retry_storm", f"{len(ev.watch.upgrades())} upgrade attempts")
-
-
-def _drop_mid_stream(ev: Evidence) -> None:
-    if not any("1006" in r.data for r in ev.watch.of_kind("close")):
-        ev.outcome.harness_error = "the server did not cut the stream (fewer deltas than asked?)"
-        return
-    report = ev.report(0)
-    resent = ev.creates_for(0)
-    if len(resent) > 1 and report is not None and report.status == "completed":
-        ev.find(
-            "client.no_silent_replay",
-            f"turn 0 was cut mid-stream and sent again on {resent[-1].conn} "
-            f"({len(resent)} creates), and the caller was told it completed",
-        )
-    elif report is not None and report.status != "error" and len(resent) <= 1:
-        if report.status != "completed":  # a completed one is judged by client.truthful
-            ev.find("client.error_surfaced", f"turn 0 was cut (1006): {describe(report)}")
-    elif report is None and not ev.run.killed:
-        ev.find("client.outcome", "turn 0 was cut (1006) and its caller was never told")
-    require_completed(ev, 1, "client.recovers", "after the dropped connection did not complete")
-
-
-def _after_idle_loss(ev: Evidence) -> None:
-    require_completed(ev, 0, "client.outcome", "did not complete")
-    if not require_completed(ev, 1, "client.recovers", "after the idle socket was lost"):
-        sent = ev.creates_for(1)
-        if not sent:
-            ev.note("turn 1 never reached the server: the client did not reconnect")
-
-
-def _not_found(ev: Evidence) -> None:
-    require_completed(ev, 0, "client.outcome", "did not complete")
-    tries = ev.creates_for(1)
-    first_response = ev.report(0)
-    answer = ev.watch.response(first_response.response_id if first_response else None)
-    if len(tries) < 2:
-        report = ev.report(1)
-        if report is not None and report.status == "error":
-            ev.find(
-                "client.full_context",
-                "previous_response_not_found reached the caller; the turn was not resent "
-                "with the full context",
-            )
-        elif report is None or report.status != "completed":
-            ev.find("client.full_context", f"turn 1: {describe(report)}")
-        return
-    retry = tries[-1]
-    problems = []
-    if retry.previous_response_id is not None:
-        problems.append(f"still names previous_response_id {retry.previous_response_id}")
-    if not retry.mentions(ev.markers[0]):
-        problems.append("lacks turn 0's user message")
-    if answer is not None and output_text(answer) and output_text(answer) not in retry.input_text():
-        problems.append("lacks turn 0's answer")
-    if problems:
-        ev.find("client.full_context", "the resent turn 1 " + "; ".join(problems))
-    if retry.conn != tries[0].conn:
-        ev.note(f"resent on a new connection ({retry.conn}), not the same socket")
-    require_completed(ev, 1, "client.full_context", "after the full-context resend")
-
-
-def _connection_limit(ev: Evidence) -> None:
-    require_completed(ev, 0, "client.outcome", "did not complete")
-    if require_completed(ev, 1, "client.recovers", "after websocket_connection_limit_reached"):
-        conns = {c.conn for c in ev.creates_for(1)} | {c.conn for c in ev.creates_for(0)}
-        if len(conns) < 2 and not ev.watch.http_requests():
-            ev.note("turn 1 completed on the expired connection (the server did not close it?)")
-
-
-def _resends(ev: Evidence) -> None:
-    """Turn 0 is answered the same way however often it is sent: note resends, and more than
-    STORM_LIMIT of them is a storm."""
-    sent = len(ev.creates_for(0))
-    if sent > STORM_LIMIT:
-        ev.find("client.retry_storm", f"turn 0 was sent {sent} times, answered alike each time")
-    elif sent > 1:
-        ev.note(f"turn 0 was sent {sent} times before its outcome reached the caller")
-
-
-def _error_first_turn(code: str, *, detail_rule: str = "client.error_detail") -> Judge:
-    def judge(ev: Evidence) -> None:
-        require_error(ev, 0, code=code, code_rule=detail_rule)
-        _resends(ev)
-        require_completed(ev, 1, "client.recovers", "after the error did not complete")
-
-    return judge
-
-
-def _string_error(ev: Evidence) -> None:
-    report = require_error(ev, 0, code=None)
-    _resends(ev)
-    if report is not None and "invalid_prompt" not in (report.error_message or ""):
-        ev.find(
-            "client.error_detail",
-            f"the server's message did not reach the caller: {describe(report)}",
-        )
-    require_completed(ev, 1, "client.recovers", "after the error did not complete")
-
-
-def _response_failed(ev: Evidence) -> None:
-    if not any(r.get("status") == "failed" for _, r in ev.watch.responses()):
-        ev.outcome.harness_error = "the server did not fail the response (too few deltas?)"
-        return
-    report = require_error(
-        ev,
-        0,
-        code="invalid_prompt",
-        statuses=("failed", "error"),
-        rule_id="client.terminal",
-        code_rule="client.error_surfaced",
-    )
-    if report is not None:
-        failed = [r for _, r in ev.watch.responses() if r.get("status") == "failed"]
-        if failed and report.response_id != failed[0].get("id"):
-            ev.find(
-                "client.error_detail",
-                f"the failed response's id {failed[0].get('id')} did not reach the caller "
-                f"(got {report.response_id!r})",
-            )
-    _resends(ev)
-    require_completed(ev, 1, "client.recovers", "after response.failed did not complete")
-
-
-def _response_incomplete(ev: Evidence) -> None:
-    report = ev.report(0)
-    if report is None or report.status == "completed":
-        if report is not None or not ev.run.killed:
-            ev.find("client.terminal", f"turn 0 ended response.incomplete: {describe(report)}")
-    elif report.status != "incomplete":
-        ev.find(
-            "client.error_detail",
-            f"turn 0 ended response.incomplete; the caller was told {describe(report)}",
-        )
-    elif report.incomplete_reason != "max_output_tokens":
-        ev.find(
-            "client.error_detail",
-            f"the reason max_output_tokens did not reach the caller: {report.incomplete_reason!r}",
-        )
-    _resends(ev)
-    require_completed(ev, 1, "client.recovers", "after response.incomplete did not complete")
-
-
-def _fifo(ev: Evidence) -> None:
-    """The server answers a connection's creates in order: the k-th create on a connection owns
-    the k-th response finished there; each turn's caller must get exactly that one."""
-    creates, responses = ev.watch.creates(), ev.watch.responses()
-    for turn in range(len(ev.task.turns)):
-        if not require_completed(ev, turn, "client.fifo", "of the queue did not complete"):
-            continue
-        report, mine = ev.report(turn), ev.creates_for(turn)
-        if report is None or not mine:
-            continue
-        conn = mine[0].conn
-        position = [c for c in creates if c.conn == conn].index(mine[0])
-        answered = [r for c, r in responses if c == conn]
-        if position >= len(answered):
-            continue
-        expected = answered[position]
-        if report.response_id not in (None, expected.get("id")):
-            ev.find(
-                "client.fifo",
-                f"turn {turn} was given {report.response_id}, the answer to another create "
-                f"(its own is {expected.get('id')})",
-            )
-        elif report.text not in (None, output_text(expected)):
-            ev.find("client.fifo", f"turn {turn} was given another create's text")
-    if not _overlapped(ev):
-        ev.note("the client sent each create after the previous answer: FIFO held trivially")
-
-
-def _overlapped(ev: Evidence) -> bool:
-    """Did a create arrive while an earlier one on its connection was unanswered?"""
-    creates = ev.watch.creates()
-    finished = [r.at_ms for r in ev.watch.of_kind("response")]
-    return any(sum(1 for t in finished if t < c.at_ms) < i for i, c in enumerate(creates))
-
-
-def _lanes(ev: Evidence) -> None:
-    require_completed(ev, 0, "client.lane", "on lane 'a' did not complete")
-    report = require_error(ev, 1, code="invalid_prompt", rule_id="client.lane")
-    if report is not None and report.stream_id != "b":
-        ev.find(
-            "client.lane",
-            f"lane b's error reached the caller without its stream_id ({report.stream_id!r})",
-        )
-
-
-def _slow(ev: Evidence) -> None:
-    require_completed(ev, 0, "client.patient", "timed out before the slow first token")
-
-
-def _keepalive(ev: Evidence) -> None:
-    _all_complete(ev)
 
 
 # -- the catalogue ------------------------------------------------------------------------------
@@ -382,35 +148,32 @@ def _refusal_case(status: int, code: str, source: str) -> ClientCase:
     what = "fall back to HTTP or fail fast" if status == 426 else "fail fast or fall back"
     return ClientCase(
         id=f"1.client.upgrade-{status}",
-        level="MUST",
         category="handshake",
         title=f"an upgrade refused with {status}: {what}, no retry storm",
         sources=("docs/PROTOCOL.md §1 (upgrade failure) [C CODEX]", source),
         rules=("client.outcome", "client.error_detail", "client.retry_storm", "client.fallback"),
         behaviour=behaviour,
         turns=_turns(1),
-        judge=_upgrade_refused(status),
+        judge=judges.upgrade_refused(status),
         extra_s=lambda t: float(t.retry_after_s) if retry else 0.0,
     )
 
 
-CASES: Final[tuple[ClientCase, ...]] = (
+_BASE: Final[tuple[ClientCase, ...]] = (
     ClientCase(
         id="3.3.client.conversation",
-        level="MUST",
         category="events",
-        title="a three-turn conversation completes with the server's text; continuations are "
-        "incremental (MAY)",
+        title="a three-turn conversation completes with the server's text, and its connection "
+        "ends with a close frame (SHOULD); continuations are incremental (MAY)",
         sources=("docs/PROTOCOL.md §2.1, §3.3, §5.1 [C WSG1]",),
-        rules=("client.outcome", "client.truthful", "client.incremental"),
+        rules=("client.outcome", "client.truthful", "client.clean_close", "client.incremental"),
         behaviour=_nothing,
         turns=_turns(3),
-        judge=_conversation,
+        judge=judges.conversation,
     ),
     *(_refusal_case(status, code, source) for status, code, source in _REFUSALS),
     ClientCase(
         id="1.client.close-before-101",
-        level="MUST",
         category="handshake",
         title="the connection closes before 101: the never-sent create is retried (SHOULD)",
         sources=(
@@ -421,11 +184,10 @@ CASES: Final[tuple[ClientCase, ...]] = (
         rules=("client.outcome", "client.safe_retry", "client.retry_storm"),
         behaviour=lambda t: CaseBehaviour(close_before_101=1),
         turns=_turns(1),
-        judge=_close_before_101,
+        judge=judges.close_before_101,
     ),
     ClientCase(
         id="4.3.client.drop-mid-stream",
-        level="MUST",
         category="errors",
         title="a 1006 mid-stream: the turn's caller gets an error, the sent turn is not "
         "replayed silently, the next turn completes (SHOULD)",
@@ -442,12 +204,11 @@ CASES: Final[tuple[ClientCase, ...]] = (
         ),
         behaviour=lambda t: CaseBehaviour(drop_after_deltas=3),
         turns=lambda t: _turns(2, t.idle_gap_ms)(t),
-        judge=_drop_mid_stream,
+        judge=judges.drop_mid_stream,
         store=True,
     ),
     ClientCase(
         id="4.3.client.drop-idle",
-        level="SHOULD",
         category="errors",
         title="the idle socket is dropped (1006) between turns: the next turn, never sent, "
         "goes out on a new connection and completes",
@@ -458,12 +219,11 @@ CASES: Final[tuple[ClientCase, ...]] = (
         rules=("client.recovers",),
         behaviour=lambda t: CaseBehaviour(after_response="drop"),
         turns=_idle_turns,
-        judge=_after_idle_loss,
+        judge=judges.after_idle_loss,
         store=True,
     ),
     ClientCase(
         id="4.3.client.close-1001-idle",
-        level="SHOULD",
         category="errors",
         title="the server closes the idle socket with 1001 (going away): the next turn "
         "completes on a new connection",
@@ -471,12 +231,11 @@ CASES: Final[tuple[ClientCase, ...]] = (
         rules=("client.recovers",),
         behaviour=lambda t: CaseBehaviour(after_response="close-1001"),
         turns=_idle_turns,
-        judge=_after_idle_loss,
+        judge=judges.after_idle_loss,
         store=True,
     ),
     ClientCase(
         id="5.1.client.previous-response-not-found",
-        level="SHOULD",
         category="continuation",
         title="previous_response_not_found: the turn is resent with the full context, "
         "without the missing id",
@@ -486,14 +245,13 @@ CASES: Final[tuple[ClientCase, ...]] = (
             "Effect-TS/effect#8355",
             "openclaw/openclaw#122717",
         ),
-        rules=("client.full_context",),
+        rules=("client.full_context", "client.dead_id"),
         behaviour=lambda t: CaseBehaviour(miss_continuations=1),
         turns=_turns(2),
-        judge=_not_found,
+        judge=judges.not_found,
     ),
     ClientCase(
         id="5.3.client.connection-limit",
-        level="SHOULD",
         category="errors",
         title="websocket_connection_limit_reached (a shortened lifetime), then the next turn "
         "completes on a fresh connection",
@@ -507,14 +265,13 @@ CASES: Final[tuple[ClientCase, ...]] = (
             Turn("Turn 0: reply with one short sentence."),
             Turn("Turn 1: reply with one short sentence.", _after_lifetime_ms(t)),
         ),
-        judge=_connection_limit,
+        judge=judges.connection_limit,
         store=True,
         lifetime=True,
         extra_s=lambda t: t.lifetime_s,
     ),
     ClientCase(
         id="4.1.client.error-nested",
-        level="MUST",
         category="errors",
         title="an error event in the API's nested shape ends the turn with its code; the next "
         "turn completes (SHOULD)",
@@ -525,11 +282,10 @@ CASES: Final[tuple[ClientCase, ...]] = (
         rules=("client.error_surfaced", "client.error_detail", "client.recovers"),
         behaviour=lambda t: CaseBehaviour(error_for_create=0),
         turns=lambda t: _turns(2, t.idle_gap_ms)(t),
-        judge=_error_first_turn("invalid_prompt"),
+        judge=judges.error_first_turn("invalid_prompt"),
     ),
     ClientCase(
         id="10.client.error-flat",
-        level="MUST",
         category="errors",
         title="an error event in the flat shape (openai-node's type) ends the turn; its code "
         "reaches the caller (SHOULD)",
@@ -537,11 +293,10 @@ CASES: Final[tuple[ClientCase, ...]] = (
         rules=("client.error_surfaced", "client.error_detail", "client.recovers"),
         behaviour=lambda t: CaseBehaviour(error_for_create=0, error_shape="flat"),
         turns=lambda t: _turns(2, t.idle_gap_ms)(t),
-        judge=_error_first_turn("invalid_prompt"),
+        judge=judges.error_first_turn("invalid_prompt"),
     ),
     ClientCase(
         id="4.1.client.error-string",
-        level="SHOULD",
         category="errors",
         title="an error event whose `error` is a string: no crash, the turn ends in an error "
         "with the message",
@@ -552,11 +307,10 @@ CASES: Final[tuple[ClientCase, ...]] = (
         rules=("client.error_surfaced", "client.error_detail", "client.recovers"),
         behaviour=lambda t: CaseBehaviour(error_for_create=0, error_shape="string"),
         turns=lambda t: _turns(2, t.idle_gap_ms)(t),
-        judge=_string_error,
+        judge=judges.string_error,
     ),
     ClientCase(
         id="3.3.client.response-failed",
-        level="MUST",
         category="events",
         title="error + response.failed mid-stream: the turn fails with error.code and the "
         "response id; the next turn completes (SHOULD)",
@@ -572,11 +326,10 @@ CASES: Final[tuple[ClientCase, ...]] = (
         ),
         behaviour=lambda t: CaseBehaviour(fail_after_deltas=2, fail_code="invalid_prompt"),
         turns=lambda t: _turns(2, t.idle_gap_ms)(t),
-        judge=_response_failed,
+        judge=judges.response_failed,
     ),
     ClientCase(
         id="3.3.client.response-incomplete",
-        level="MUST",
         category="events",
         title="response.incomplete is terminal: the turn ends incomplete with its reason",
         sources=(
@@ -587,11 +340,10 @@ CASES: Final[tuple[ClientCase, ...]] = (
         rules=("client.terminal", "client.error_detail", "client.recovers"),
         behaviour=lambda t: CaseBehaviour(incomplete_for_create=0),
         turns=lambda t: _turns(2, t.idle_gap_ms)(t),
-        judge=_response_incomplete,
+        judge=judges.response_incomplete,
     ),
     ClientCase(
         id="3.2.client.unknown-event",
-        level="MUST",
         category="events",
         title="`keepalive` events mid-stream (numbered, as live streams send them) are "
         "tolerated: every turn completes with the server's text",
@@ -602,23 +354,37 @@ CASES: Final[tuple[ClientCase, ...]] = (
         rules=("client.outcome", "client.truthful"),
         behaviour=lambda t: CaseBehaviour(keepalive_every=3),
         turns=_turns(2),
-        judge=_keepalive,
+        judge=judges.keepalive,
     ),
     ClientCase(
         id="5.2.client.queued-fifo",
-        level="MUST",
         category="continuation",
         title="creates sent without waiting are answered FIFO, each to its own caller",
         sources=("docs/PROTOCOL.md §5.2 (queued, one in flight) [C WSG1, ALPHA]",),
         rules=("client.fifo", "client.truthful"),
         behaviour=_nothing,
         turns=_turns(3),
-        judge=_fifo,
+        judge=judges.fifo,
         parallel=True,
     ),
     ClientCase(
+        id="5.2.client.chain-after-terminal",
+        category="continuation",
+        title="a slow answer (created at once, its output 0.5 s later): the next turn is sent "
+        "after its terminal, not on response.created",
+        sources=(
+            "docs/PROTOCOL.md §5.2 (one in flight per lane), §5.1 (a failed turn evicts its "
+            "parent)",
+            "wsmode issue 38 (a client that chained on response.created passed every case)",
+        ),
+        rules=("client.chain_after_terminal", "client.outcome"),
+        behaviour=lambda t: CaseBehaviour(first_event_delay_s=0.5),
+        turns=_turns(2),
+        judge=judges.all_complete,
+        extra_s=lambda t: 1.0,
+    ),
+    ClientCase(
         id="5.2.client.lanes-error",
-        level="MUST",
         category="lanes",
         title="named lanes: an error on lane b carries stream_id b to its caller; lane a completes",
         sources=(
@@ -631,13 +397,91 @@ CASES: Final[tuple[ClientCase, ...]] = (
             Turn("Turn 0 on lane a: reply with one short sentence.", stream_id="a"),
             Turn("Turn 1 on lane b: reply with one short sentence.", stream_id="b"),
         ),
-        judge=_lanes,
+        judge=judges.lanes,
         parallel=True,
         lanes=True,
     ),
     ClientCase(
+        id="5.1.client.history-resent",
+        category="continuation",
+        title="four turns on one socket that holds each previous response: the bytes a client "
+        "resends instead of continuing are reported (performance)",
+        sources=(
+            "docs/PROTOCOL.md §5.1 (the connection cache renders only the new items)",
+            "strands-agents/harness-sdk#1957 (the full history resent every turn)",
+            "SamSaffron/term-llm#667 (the whole transcript rebuilt before each reused request)",
+        ),
+        rules=("client.outcome", "client.incremental"),
+        behaviour=_nothing,
+        turns=_turns(4),
+        judge=judges.history_resent,
+    ),
+    ClientCase(
+        id="4.3.client.drop-before-created",
+        category="errors",
+        title="an ambiguous failure: the server receives turn 0's create and drops the socket "
+        "before any event; the caller gets an outcome, a resend stays within the budget, "
+        "turn 1 completes",
+        sources=(
+            "docs/PROTOCOL.md §5.3 (no stream resume: a received create may have run)",
+            "bman654/clodex#29 (replay only before the first frame)",
+            "fastly/pushpin#47619 (no retry once the request was submitted)",
+            "Soju06/codex-lb#415 (safe replay only before response.created)",
+        ),
+        rules=("client.outcome", "client.retry_storm", "client.recovers"),
+        behaviour=lambda t: CaseBehaviour(drop_before_created=True),
+        turns=lambda t: _turns(2, t.idle_gap_ms)(t),
+        judge=judges.ambiguous_failure,
+    ),
+    ClientCase(
+        id="1.client.frame-over-32k",
+        category="handshake",
+        title="a 40 KiB message (a large tool output) under the server's 4 MiB limit, and an "
+        "answer whose terminal event is over 32 KiB: the turn completes",
+        sources=(
+            "docs/PROTOCOL.md §1 (the reference server's --max-message-bytes, close 1009)",
+            "Soju06/codex-lb#390 (large tool outputs in response.create)",
+            "lidge-jun/opencodex#2426 (large Responses requests over WebSocket)",
+        ),
+        rules=("client.outcome", "client.truthful"),
+        behaviour=lambda t: CaseBehaviour(reply_tokens=BIG_REPLY_TOKENS),
+        turns=lambda t: _big_turns(t)[:1],
+        judge=judges.all_complete,
+        extra_s=lambda t: BIG_REPLY_TOKENS / 2000 + 2,  # 8,000 deltas at the cases' 2,000/s
+    ),
+    ClientCase(
+        id="1.client.frame-over-limit",
+        category="handshake",
+        title="a 40 KiB message over a 32 KiB frame limit: the server closes 1009; the caller "
+        "gets an error, the oversized create is not resent past the budget, turn 1 completes",
+        sources=(
+            "RFC 6455 §7.4.1 (1009: message too big)",
+            "anomalyco/opencode#42572 (the same oversized create retried five times)",
+            "router-for-me/CLIProxyAPI#4409 (1009 retried with other credentials)",
+        ),
+        rules=("client.error_surfaced", "client.retry_storm", "client.recovers"),
+        behaviour=_nothing,
+        turns=_big_turns,
+        judge=judges.over_frame_limit,
+        max_message_bytes=FIELD_FRAME_LIMIT_BYTES,
+    ),
+    ClientCase(
+        id="5.1.client.stale-id-next-task",
+        category="continuation",
+        title="a second task on the same client after a two-turn one: its first turn carries no "
+        "previous_response_id of the first task",
+        sources=(
+            "openai/codex#42787 (the response chain leaks across turns on a reused socket)",
+            "openclaw/openclaw#44945 (a stale connection-global previous_response_id)",
+            "stippi/code-assistant#200 (a reused socket with an abandoned response)",
+        ),
+        rules=("client.fresh_chain", "client.outcome"),
+        behaviour=_nothing,
+        turns=_two_tasks,
+        judge=judges.fresh_task,
+    ),
+    ClientCase(
         id="5.3.client.slow-ttft",
-        level="SHOULD",
         category="errors",
         title="a slow first token (the stated bound, `--slow-ttft-s`): the client waits, the "
         "turn completes",
@@ -648,11 +492,41 @@ CASES: Final[tuple[ClientCase, ...]] = (
         rules=("client.patient",),
         behaviour=lambda t: CaseBehaviour(first_event_delay_s=t.slow_ttft_s),
         turns=_turns(1),
-        judge=_slow,
+        judge=judges.slow,
         extra_s=lambda t: t.slow_ttft_s,
     ),
 )
 
+# The reconnect cases run again with store=false: no id outlives its connection, so the turn after
+# the reconnect must carry the full context (PROTOCOL.md §5.1, §5.3). (drop-mid-stream has no id
+# to carry over: its cut turn never completed.)
+_RECONNECTS: Final = (
+    "4.3.client.drop-idle",
+    "4.3.client.close-1001-idle",
+    "5.3.client.connection-limit",
+)
+
+
+def _store_false(case: ClientCase) -> ClientCase:
+    return dataclasses.replace(
+        case,
+        id=f"{case.id}-store-false",
+        title=f"{case.title}; store=false: the next turn carries the full context, no dead id",
+        sources=(
+            *case.sources,
+            "docs/PROTOCOL.md §5.1, §5.3 (store=false: a reconnect loses "
+            "every id) [C WSG1; ORS websocket-reconnect-store-false-recovery]",
+        ),
+        rules=(*case.rules, "client.store_false_scope"),
+        store=False,
+    )
+
+
+CASES: Final[tuple[ClientCase, ...]] = tuple(
+    variant
+    for base in _BASE
+    for variant in ((base, _store_false(base)) if base.id in _RECONNECTS else (base,))
+)
 CASE_IDS: Final = tuple(case.id for case in CASES)
 _BY_ID: Final = {case.id: case for case in CASES}
 

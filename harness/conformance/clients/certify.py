@@ -20,6 +20,7 @@ from harness.conformance.clients.client_runner import (
     run_cases,
 )
 from harness.conformance.clients.matrix import write_client_matrix
+from harness.conformance.clients.severity import CLIENT_RULES
 from harness.conformance.model.verdict import is_failure
 from harness.progress import MAX_COLUMNS
 from harness.results.schema import utc_now_iso
@@ -37,6 +38,11 @@ def case_list() -> str:
         lines.append(f"  {case.level:<7}{case.id}")
         lines.extend(_wrapped(case.title, 9))
         lines.extend(_wrapped(f"sources: {'; '.join(case.sources)}", 9))
+    lines += ["", "Rules, each graded by the consequence of breaking it (source of the level):", ""]
+    for rule_id, rule in CLIENT_RULES.items():
+        lines.append(f"  {rule.level:<7}{rule_id} ({rule.consequence})")
+        lines.extend(_wrapped(rule.text, 9))
+        lines.extend(_wrapped(f"level: {rule.source}", 9))
     return "\n".join(lines)
 
 

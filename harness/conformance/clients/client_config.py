@@ -61,6 +61,24 @@ class CertifyClientConfig:
     name: str | None = field(
         default=None, metadata=cli("--name", help="--adapter: the client's name in reports")
     )
+    venvs: str | None = field(
+        default=None,
+        metadata=cli(
+            "--venvs",
+            metavar="DIR",
+            shown="$WSMODE_VENVS, else .venvs in the checkout",
+            help="where scripts/install-clients put the Python clients' venvs",
+        ),
+    )
+    node_clients: str | None = field(
+        default=None,
+        metadata=cli(
+            "--node-clients",
+            metavar="DIR",
+            shown="$WSMODE_NODE_CLIENTS, else .clients/node in the checkout",
+            help="where scripts/install-clients put the node clients' node_modules",
+        ),
+    )
     version_label: str | None = field(
         default=None, metadata=cli("--version-label", metavar="V", help="the client's version")
     )

@@ -34,6 +34,7 @@ from harness.conformance.clients.contract import (
 )
 from harness.conformance.clients.judging import Evidence, common_checks
 from harness.conformance.clients.observed import ServerWatch
+from harness.conformance.clients.wire_rules import wire_checks
 from harness.conformance.model.verdict import Outcome, Verdict, decide_verdict, detail_text
 from harness.results.schema import finish_result, new_result, utc_now_iso
 
@@ -93,6 +94,7 @@ class CaseResult:
             "detail": detail_text(self.outcome),
             "category": case.category,
             "sources": list(case.sources),
+            "level_source": case.source_of_level,
             "started_at": self.started_at,
             "findings": [f.as_dict() for f in self.outcome.findings],
             "notes": list(self.outcome.notes),
@@ -142,8 +144,9 @@ async def run_case(
     task = _marked(task, markers)
     # every answer is a short scripted message (many deltas, little to parse); the case's acts
     # aim at turn 0 however often the client resends it, as a real server would answer it again
+    scripted = case.behaviour(timings)
     behaviour = dataclasses.replace(
-        case.behaviour(timings), reply_tokens=REPLY_TOKENS, target_input=markers[0]
+        scripted, reply_tokens=scripted.reply_tokens or REPLY_TOKENS, target_input=markers[0]
     )
     started_at, started = utc_now_iso(), time.perf_counter()
     with _scratch() as scratch:
@@ -154,7 +157,10 @@ async def run_case(
             profile=str(case_profile(scratch)),
             data_dir=scratch / "server",
             api_keys=(API_KEY,),
-            limits=Limits(connection_lifetime_s=lifetime_s),
+            limits=Limits(
+                connection_lifetime_s=lifetime_s,
+                max_message_bytes=case.max_message_bytes or Limits().max_message_bytes,
+            ),
             case_behaviour=behaviour,
             lanes=case.lanes,
         )
@@ -185,10 +191,12 @@ async def run_case(
     outcome = evidence.outcome
     if outcome.unimplemented is None and outcome.harness_error is None:
         try:
-            case.judge(evidence)
+            case.judge(evidence)  # the case's own rules first: its findings lead the report
+            wire_checks(evidence)
         except Exception as exc:  # a bug in a judge is the harness's, never the client's
             outcome.harness_error = f"judging {case.id} raised {type(exc).__name__}: {exc}"
-    verdict = decide_verdict(case.level, outcome)
+    # findings carry the level of their consequence (severity): no case caps them
+    verdict = decide_verdict("MUST", outcome)
     duration_ms = (time.perf_counter() - started) * 1000
     return CaseResult(case, verdict, outcome, run, duration_ms, started_at, log.as_list())
 

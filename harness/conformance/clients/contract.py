@@ -11,9 +11,10 @@ An adapter is a command. For each case it is started once with
 * stdout: JSON lines, one per turn, in any order (`TurnReport`), optionally preceded by
   `{"client": NAME, "version": V}`; stderr is kept (its tail) for the report.
 
-Every wait is bounded: an adapter still running at the case's deadline is killed (its process
-group) and judged on what it reported; it never hangs the harness. suites/clients/README.md is
-the contract for adapter authors, with a 30-line example.
+Every wait is bounded: an adapter still running at the case's deadline is killed and judged on
+what it reported; it never hangs the harness. Nothing it starts outlives the case: it runs under
+`reaper.py`, a child subreaper that kills every process left below it, setsid'd ones included.
+suites/clients/README.md is the contract for adapter authors, with a 30-line example.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import InputError
@@ -39,18 +43,29 @@ STATUSES: Final = ("completed", "incomplete", "failed", "error", "unsupported")
 Status = Literal["completed", "incomplete", "failed", "error", "unsupported"]
 STDERR_TAIL_LINES: Final = 40
 _KILL_GRACE_S: Final = 2.0  # after SIGTERM, before SIGKILL
+REAPER: Final = Path(__file__).with_name("reaper.py")  # run as a file: stdlib only
 
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One user turn: its text, how long to wait before sending it, its lane (`stream_id`)."""
+    """One user turn: its text, how long to wait before sending it, its lane (`stream_id`),
+    and whether it starts a new conversation (the next task of the same client: nothing of the
+    earlier turns, no previous_response_id, the same client and connection as it likes)."""
 
     input: str
     delay_ms: int = 0
     stream_id: str | None = None
+    new_conversation: bool = False
 
     def as_json(self) -> dict[str, Any]:
-        return {"input": self.input, "delay_ms": self.delay_ms, "stream_id": self.stream_id}
+        line: dict[str, Any] = {
+            "input": self.input,
+            "delay_ms": self.delay_ms,
+            "stream_id": self.stream_id,
+        }
+        if self.new_conversation:
+            line["new_conversation"] = True
+        return line
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,11 +201,22 @@ async def run_adapter(
     *,
     cwd: str | None = None,
     on_line: Any = None,
+    contain: bool = True,
 ) -> AdapterRun:
     """Start the adapter, hand it the task, collect its lines until it exits or the task's
-    deadline passes (then its process group is terminated, and killed if it lingers)."""
+    deadline passes (then its process group is terminated, and killed if it lingers). With
+    `contain` (always, but in the test that shows why) it runs under the reaper, so whatever it
+    started is killed when it ends."""
     run = AdapterRun()
     started = time.perf_counter()
+    if not command:
+        run.start_error = "no adapter command"
+        return run
+    if contain:
+        if shutil.which(command[0]) is None and not os.path.exists(command[0]):
+            run.start_error = f"cannot start {command[0]!r}: no such program"
+            return run
+        command = (sys.executable, str(REAPER), *command)
     try:
         process = await asyncio.create_subprocess_exec(
             *command,

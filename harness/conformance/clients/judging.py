@@ -10,71 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final
 
 from harness.conformance.clients.contract import AdapterRun, Task, TurnReport
+from harness.conformance.clients.crashes import from_report, from_stderr
 from harness.conformance.clients.observed import Create, ServerWatch, output_text
+from harness.conformance.clients.severity import client_rule_level
 from harness.conformance.model.verdict import Finding, Outcome
 from harness.protocol.levels import RequirementLevel
 from reference_server.hooks.faults import CaseBehaviour
-
-CLIENT_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
-    "client.no_hang": ("MUST", "the client finishes the task within the case's bound"),
-    "client.outcome": (
-        "MUST",
-        "every turn's outcome reaches the caller: one report per turn, no crash",
-    ),
-    "client.report_format": ("MUST", "the adapter's stdout holds JSON turn reports only"),
-    "client.truthful": (
-        "MUST",
-        "a turn reported completed is a response the server completed, with its whole text",
-    ),
-    "client.error_surfaced": (
-        "MUST",
-        "a server error ends that turn with an error outcome carrying the server's code",
-    ),
-    "client.error_detail": (
-        "SHOULD",
-        "the caller's error carries the server's status or code and its message",
-    ),
-    "client.no_silent_replay": (
-        "MUST",
-        "a create the server received is not sent again without telling the caller",
-    ),
-    "client.retry_storm": (
-        "SHOULD",
-        "a refused upgrade is tried at most 3 times, and not again before Retry-After",
-    ),
-    "client.safe_retry": (
-        "SHOULD",
-        "a create that never reached the server is sent once the connection is back",
-    ),
-    "client.recovers": (
-        "SHOULD",
-        "after a failed turn or a lost connection, the next turn completes",
-    ),
-    "client.full_context": (
-        "SHOULD",
-        "after previous_response_not_found the turn is resent with the full context and "
-        "without the missing id",
-    ),
-    "client.terminal": (
-        "MUST",
-        "response.incomplete and response.failed end the turn with that status",
-    ),
-    "client.lane": ("MUST", "an error on a lane reaches that lane's caller, with its stream_id"),
-    "client.fifo": ("MUST", "queued responses are given to their creates in FIFO order"),
-    "client.patient": ("SHOULD", "no client-side timeout below the case's stated TTFT bound"),
-    "client.incremental": (
-        "MAY",
-        "a continuation sends previous_response_id and only the new items, on the same socket",
-    ),
-    "client.fallback": ("MAY", "a 426 upgrade makes the client fall back to HTTP at once"),
-}
-
-
-def client_rule_level(rule_id: str) -> RequirementLevel:
-    return CLIENT_RULES[rule_id][0]
 
 
 @dataclass
@@ -88,8 +31,11 @@ class Evidence:
     behaviour: CaseBehaviour = field(default_factory=CaseBehaviour)
     outcome: Outcome = field(default_factory=Outcome)
 
-    def find(self, rule_id: str, message: str) -> None:
-        self.outcome.findings.append(Finding(rule_id, client_rule_level(rule_id), message))
+    def find(self, rule_id: str, message: str, level: RequirementLevel | None = None) -> None:
+        """A finding at its rule's level (`severity`), or at `level` where the rule grades by
+        count (a retry storm)."""
+        graded = level if level is not None else client_rule_level(rule_id)
+        self.outcome.findings.append(Finding(rule_id, graded, message))
 
     def note(self, text: str) -> None:
         self.outcome.notes.append(text)
@@ -116,6 +62,9 @@ def describe(report: TurnReport | None) -> str:
     if report is None:
         return "no report"
     if report.status in ("error", "failed"):
+        crash = from_report(report.raw)
+        if crash is not None:  # not the server's answer: the library's own bug
+            return f"{report.status}: {crash.describe()}"
         return (
             f"{report.status} (code {report.error_code!r}, status {report.error_status}, "
             f"message {(report.error_message or '')[:120]!r})"
@@ -149,11 +98,12 @@ def common_checks(ev: Evidence) -> None:
     if not run.killed:
         missing = [i for i in range(len(ev.task.turns)) if ev.report(i) is None]
         if missing:
+            crash = from_stderr(run.stderr_tail)
             tail = " | ".join(run.stderr_tail[-3:])[-300:]
             ev.find(
                 "client.outcome",
                 f"no outcome for turn(s) {missing}; the adapter exited with {run.exit_code}"
-                + (f"; stderr: {tail}" if tail else ""),
+                + (f": {crash.describe()}" if crash else f"; stderr: {tail}" if tail else ""),
             )
     for report in run.reports:
         if report.status == "completed":

@@ -9,6 +9,7 @@ the creates each carried, plain HTTP requests (a fallback), finished responses, 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from harness.conformance.certificates.wirelog import Direction as WireDirection
 from harness.conformance.certificates.wirelog import WireLog
 
 _WIRE_DIRECTION: dict[str, WireDirection] = {"in": "recv", "out": "send", "meta": "meta"}
+_TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
+_QUOTED_ID = re.compile(r"'([^']+)'")  # the API's "Previous response with id '<id>' not found."
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,13 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, dict):
         for item in value.values():
             yield from _strings(item)
+
+
+def _lane_of(event: dict[str, Any]) -> str | None:
+    lane = event.get("stream_id")
+    if lane is None and isinstance(event.get("response"), dict):
+        lane = event["response"].get("stream_id")
+    return lane if isinstance(lane, str) else None
 
 
 def output_text(response: dict[str, Any]) -> str:
@@ -139,6 +149,95 @@ class ServerWatch:
             if response.get("id") == response_id:
                 return response
         return None
+
+    def events_out(self) -> Iterator[tuple[Record, dict[str, Any]]]:
+        """Every event the server sent on a WebSocket, decoded, with its record."""
+        for r in self.of_kind("text", "out"):
+            try:
+                event = json.loads(r.data)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                yield r, event
+
+    def owners(self) -> dict[str, Create]:
+        """Which create each response answers: per connection and lane the oldest create not
+        yet answered owns the next `response.created`; an `error` without a sequence number
+        answers (refuses) the oldest one instead."""
+        return self._answers()[0]
+
+    def failure_codes(self) -> list[tuple[Create, str]]:
+        """Each create the server failed or refused, with the error code it sent for it."""
+        owners, refused = self._answers()
+        found = list(refused)
+        for _, response in self.responses():
+            error = response.get("error")
+            owner = owners.get(str(response.get("id")))
+            if owner is not None and isinstance(error, dict) and isinstance(error.get("code"), str):
+                found.append((owner, error["code"]))
+        return found
+
+    def _answers(self) -> tuple[dict[str, Create], list[tuple[Create, str]]]:
+        pending: dict[tuple[str, str | None], list[Create]] = {}
+        owners: dict[str, Create] = {}
+        refused: list[tuple[Create, str]] = []
+        creates = iter(self.creates())
+        upcoming = next(creates, None)
+        for record, event in self.events_out():
+            while upcoming is not None and upcoming.at_ms <= record.at_ms:
+                pending.setdefault((upcoming.conn, upcoming.stream_id), []).append(upcoming)
+                upcoming = next(creates, None)
+            lane = pending.get((record.conn, _lane_of(event)))
+            if not lane:
+                continue
+            if event.get("type") == "response.created":
+                response = event.get("response")
+                if isinstance(response, dict) and isinstance(response.get("id"), str):
+                    owners[response["id"]] = lane.pop(0)
+            elif event.get("type") == "error" and "sequence_number" not in event:
+                payload = event.get("error")
+                payload = payload if isinstance(payload, dict) else event
+                refused.append((lane.pop(0), str(payload.get("code"))))
+        return owners, refused
+
+    def terminal_sent(self, response_id: str) -> Record | None:
+        """The record of the terminal event the server sent for `response_id`, if any."""
+        for record, event in self.events_out():
+            if event.get("type") in _TERMINAL:
+                response = event.get("response")
+                if isinstance(response, dict) and response.get("id") == response_id:
+                    return record
+        return None
+
+    def created_on(self, response_id: str) -> str | None:
+        """The connection whose `response.created` announced `response_id`."""
+        for record, event in self.events_out():
+            if event.get("type") == "response.created":
+                response = event.get("response")
+                if isinstance(response, dict) and response.get("id") == response_id:
+                    return record.conn
+        return None
+
+    def not_found_ids(self) -> list[tuple[Record, str]]:
+        """The ids the server answered `previous_response_not_found` for, with the record."""
+        found: list[tuple[Record, str]] = []
+        for record, event in self.events_out():
+            if event.get("type") != "error":
+                continue
+            payload = event.get("error")
+            payload = payload if isinstance(payload, dict) else event
+            if payload.get("code") == "previous_response_not_found":
+                match = _QUOTED_ID.search(str(payload.get("message", "")))
+                if match:
+                    found.append((record, match.group(1)))
+        return found
+
+    def authorized_upgrades(self) -> list[bool]:
+        """Per upgrade attempt, in order: did it carry an Authorization header?"""
+        return [
+            any(line.lower().startswith("authorization:") for line in r.data.splitlines())
+            for r in self.upgrades()
+        ]
 
     def error_events(self) -> list[tuple[str, dict[str, Any]]]:
         """`error` events the server sent, with their connection."""

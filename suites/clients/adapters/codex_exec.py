@@ -116,6 +116,8 @@ def main() -> int:
     thread = None  # the codex session that later turns resume
     for index, turn in enumerate(task["turns"]):
         wait(turn)
+        if turn.get("new_conversation"):  # the next task: a new codex session, no resume
+            thread = None
         line = run(index, turn["input"], home, root, thread)
         thread = line.pop("thread", None) or thread
         emit(line)

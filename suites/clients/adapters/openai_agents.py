@@ -82,6 +82,8 @@ async def run(task: dict[str, Any]) -> None:
         previous = None
         for index, turn in enumerate(turns):
             await asyncio.to_thread(wait, turn)
+            if turn.get("new_conversation"):  # the next task, on the same session
+                previous = None
             line = await one_turn(session, agent, index, turn["input"], previous)
             previous = line.get("response_id") or previous
             emit(line)

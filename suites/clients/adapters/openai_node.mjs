@@ -127,6 +127,7 @@ async function main() {
   const conversation = new Conversation(task, client);
   for (const [index, turn] of task.turns.entries()) {
     await sleep(turn.delay_ms);
+    if (turn.new_conversation) { conversation.history = []; conversation.previous = null; } // the next task
     emit(await conversation.turn(index, turn.input));
   }
   conversation.conn?.ws.close();

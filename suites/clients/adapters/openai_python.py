@@ -192,6 +192,8 @@ def main() -> int:
     conversation = Conversation(task)
     for index, turn in enumerate(task["turns"]):
         wait(turn)
+        if turn.get("new_conversation"):  # the next task, on the same connection
+            conversation.history, conversation.previous = [], None
         emit(conversation.turn(index, turn["input"]))
     if conversation.conn is not None:
         conversation.conn.close()

@@ -41,6 +41,19 @@ BREAKS = (
     "resend-on-error",  # resends a refused create, unchanged, five times (codex on any error)
     "ignore-retry-after",  # retries a 429 at once, Retry-After unread (codex on 429)
     "drop-last-delta",  # builds the text from deltas and loses the last one
+    "dead-id-retry",  # after previous_response_not_found, the same dead id again
+    "error-kills-session",  # an error event ends the session: later turns fail unsent
+    "storm-200",  # 200 instant upgrade retries, no budget, no wait
+    "no-auth-on-reconnect",  # a reconnect forgets the Authorization header
+    "leftover-failed",  # stops at the error event; the next turn reads its response.failed
+    "early-chain",  # sends the next turn on response.created, chained on its id
+    "reuse-dead-id",  # store=false: continues the dead connection's id after a reconnect
+    "no-close",  # exits without a close frame (the socket is dropped)
+    "full-history",  # resends the whole history on a socket that holds the parent
+    "retry-oversized",  # resends a create the server refused with 1009, five times
+    "stale-id-next-task",  # a new task keeps the last task's previous_response_id
+    "small-frames",  # reads frames of at most 32 KiB (a client's own max_size)
+    "leftover-error",  # as leftover-failed, and the next turn's error has no response id
 )
 
 
@@ -86,29 +99,32 @@ class Client:
         self.history: list[dict[str, Any]] = []  # the completed turns' messages
         self.previous: str | None = None
         self.fresh = True  # no parent on this socket: send the whole history
+        self.connected = False  # a connection was open once (what a reconnect follows)
+        self.dead = False  # error-kills-session: the session is over
         self.read_timeout = 0.5 if broken == "short-timeout" else task["timeout_s"]
 
     # -- connecting ------------------------------------------------------------------------
     def socket(self) -> ClientConnection:
         if self.ws is not None:
             return self.ws
-        attempts = 6 if self.broken == "retry-storm" else 3
+        attempts = {"retry-storm": 6, "storm-200": 200}.get(self.broken or "", 3)
+        headers = {"Authorization": f"Bearer {os.environ['WSMODE_CLIENT_API_KEY']}"}
+        if self.broken == "no-auth-on-reconnect" and self.connected:
+            headers = {}
         for attempt in range(attempts):
             try:
                 self.ws = connect(
                     os.environ["WSMODE_CLIENT_WS_URL"],
-                    additional_headers={
-                        "Authorization": f"Bearer {os.environ['WSMODE_CLIENT_API_KEY']}"
-                    },
+                    additional_headers=headers,
                     open_timeout=10,
-                    max_size=None,
+                    max_size=32 * 1024 if self.broken == "small-frames" else None,
                 )
-                self.fresh = True
+                self.fresh = self.connected = True
                 return self.ws
             except InvalidStatus as exc:
                 refused = refusal(exc)
-                if self.broken == "retry-storm" and attempt < attempts - 1:
-                    time.sleep(0.05)
+                if self.broken in ("retry-storm", "storm-200") and attempt < attempts - 1:
+                    time.sleep(0.05 if self.broken == "retry-storm" else 0)
                     continue
                 if refused.status == 429 and attempt < attempts - 1:
                     if self.broken != "ignore-retry-after":
@@ -123,6 +139,9 @@ class Client:
     # -- one turn ----------------------------------------------------------------------------
     def turn(self, index: int, text: str) -> None:
         user = message("user", text)
+        if self.dead:
+            emit({"turn": index, "status": "error", "error": {"message": "session closed"}})
+            return
         try:
             outcome = self.run_turn(user)
         except Refused as exc:
@@ -137,6 +156,8 @@ class Client:
         except Lost:
             outcome = {"status": "error", "error": {"message": "the connection was lost"}}
         emit({"turn": index, **outcome})
+        if outcome["status"] == "error" and self.broken == "error-kills-session":
+            self.dead = True
         if outcome["status"] == "completed":
             self.history += [user, message("assistant", outcome["text"])]
             self.previous = outcome["response_id"]
@@ -144,12 +165,12 @@ class Client:
     def run_turn(self, user: dict[str, Any]) -> dict[str, Any]:
         if self.http_only:
             return self.http_turn(user)
-        for _ in range(3):
+        for _ in range(6 if self.broken == "retry-oversized" else 3):
             try:
                 return self.ws_turn(user)
             except Lost as lost:
                 self.ws = None
-                if lost.sent and self.broken != "replay-after-drop":
+                if lost.sent and self.broken not in ("replay-after-drop", "retry-oversized"):
                     raise
                 if self.broken in ("no-reconnect", "no-retry-before-101"):
                     raise
@@ -162,7 +183,10 @@ class Client:
             "instructions": self.task["instructions"],
             "store": self.task["store"],
         }
-        if full or self.previous is None or (self.fresh and not self.task["store"]):
+        fresh = self.fresh and self.broken != "reuse-dead-id"
+        if self.broken == "full-history":
+            full = True
+        if full or self.previous is None or (fresh and not self.task["store"]):
             body["input"] = [*self.history, user]
         else:
             body["input"] = [user]
@@ -183,6 +207,9 @@ class Client:
                 ws.send(json.dumps(self.create(user, full=True)))
                 outcome = self.read_response(ws)
         missed = outcome["status"] == "error" and error.get("code") == "previous_response_not_found"
+        if missed and self.broken == "dead-id-retry" and not full:
+            ws.send(json.dumps(self.create(user, full=False)))  # the same dead id again
+            outcome = self.read_response(ws)
         if missed and self.broken != "no-full-context":
             return self.ws_turn(user, full=True)
         return outcome
@@ -195,7 +222,8 @@ class Client:
             if kind == "error":
                 if self.broken == "hang-on-error":
                     continue
-                if "sequence_number" in event:  # inside a response: response.failed follows
+                inside = "sequence_number" in event  # inside a response: response.failed follows
+                if inside and self.broken not in ("leftover-failed", "leftover-error"):
                     continue
                 return {"status": "error", "error": self.error_of(event)}
             if kind == "response.output_text.delta":
@@ -250,7 +278,27 @@ class Client:
         error = dict(response.get("error") or {})
         if self.broken == "drop-failed-code":
             error.pop("code", None)
+        if self.broken == "leftover-error":  # the SDK raises it as a plain error (pydantic-ai)
+            return {"status": "error", "error": error}
         return {"status": "failed", "response_id": response["id"], "error": error}
+
+    def early_chain(self, first: str, second: str) -> None:
+        """Turns 0 and 1 with turn 1 sent as soon as turn 0's response.created names its id."""
+        ws = self.socket()
+        user0, user1 = message("user", first), message("user", second)
+        ws.send(json.dumps(self.create(user0, full=True)))
+        while (event := self.next_event(ws)).get("type") != "response.created":
+            pass
+        body = self.create(user1, full=True)
+        body.update(input=[user1], previous_response_id=event["response"]["id"])
+        ws.send(json.dumps(body))
+        self.fresh = False
+        for index, user in ((0, user0), (1, user1)):
+            outcome = self.read_response(ws)
+            emit({"turn": index, **outcome})
+            if outcome["status"] == "completed":
+                self.history += [user, message("assistant", outcome["text"])]
+                self.previous = outcome["response_id"]
 
     # -- HTTP fallback -------------------------------------------------------------------------
     def http_turn(self, user: dict[str, Any]) -> dict[str, Any]:
@@ -336,12 +384,22 @@ def main() -> int:
     if task["parallel"]:
         client.parallel()
         return 0
-    for index, turn in enumerate(task["turns"]):
+    turns = list(enumerate(task["turns"]))
+    if args.broken == "early-chain" and len(turns) > 1:
+        client.early_chain(task["turns"][0]["input"], task["turns"][1]["input"])
+        turns = turns[2:]
+    for index, turn in turns:
         time.sleep(turn["delay_ms"] / 1000)
+        if turn.get("new_conversation"):  # the next task: nothing of the earlier turns
+            client.history = []
+            if args.broken != "stale-id-next-task":
+                client.previous = None
         try:
             client.turn(index, turn["input"])
         except TimeoutError:
             emit({"turn": index, "status": "error", "error": {"message": "client timeout"}})
+    if args.broken == "no-close":
+        os._exit(0)  # no close frame: the kernel drops the socket
     if client.ws is not None:
         client.ws.close()
     return 0

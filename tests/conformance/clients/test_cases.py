@@ -31,7 +31,7 @@ HANG_TIMINGS = Timings(slow_ttft_s=1.0, lifetime_s=0.4, idle_gap_ms=400, case_ti
 # (broken mode, the case that catches it, the rule it breaks, the verdict)
 BROKEN = [
     ("hang-on-error", "4.1.client.error-nested", "client.no_hang", "FAIL"),
-    ("crash-on-string-error", "4.1.client.error-string", "client.outcome", "NON-STRICT"),
+    ("crash-on-string-error", "4.1.client.error-string", "client.outcome", "FAIL"),
     ("drop-failed-code", "3.3.client.response-failed", "client.error_surfaced", "FAIL"),
     ("incomplete-as-completed", "3.3.client.response-incomplete", "client.terminal", "FAIL"),
     (
@@ -40,13 +40,39 @@ BROKEN = [
         "client.full_context",
         "NON-STRICT",
     ),
+    ("dead-id-retry", "5.1.client.previous-response-not-found", "client.dead_id", "FAIL"),
     ("retry-storm", "1.client.upgrade-404", "client.retry_storm", "NON-STRICT"),
+    ("storm-200", "1.client.upgrade-404", "client.retry_storm", "FAIL"),
     ("no-retry-before-101", "1.client.close-before-101", "client.safe_retry", "NON-STRICT"),
     ("replay-after-drop", "4.3.client.drop-mid-stream", "client.no_silent_replay", "FAIL"),
-    ("no-reconnect", "4.3.client.close-1001-idle", "client.recovers", "NON-STRICT"),
-    ("no-reconnect", "4.3.client.drop-idle", "client.recovers", "NON-STRICT"),
-    ("no-reconnect", "5.3.client.connection-limit", "client.recovers", "NON-STRICT"),
+    ("no-reconnect", "4.3.client.close-1001-idle", "client.recovers", "FAIL"),
+    ("no-reconnect", "4.3.client.drop-idle", "client.recovers", "FAIL"),
+    ("no-reconnect", "5.3.client.connection-limit", "client.recovers", "FAIL"),
+    ("no-auth-on-reconnect", "4.3.client.drop-idle", "client.authorized", "FAIL"),
+    ("reuse-dead-id", "4.3.client.drop-idle-store-false", "client.store_false_scope", "FAIL"),
+    (
+        "reuse-dead-id",
+        "4.3.client.close-1001-idle-store-false",
+        "client.store_false_scope",
+        "FAIL",
+    ),
+    (
+        "reuse-dead-id",
+        "5.3.client.connection-limit-store-false",
+        "client.store_false_scope",
+        "FAIL",
+    ),
+    ("error-kills-session", "4.1.client.error-nested", "client.recovers", "FAIL"),
+    ("leftover-failed", "3.3.client.response-failed", "client.own_outcome", "FAIL"),
+    ("leftover-error", "3.3.client.response-failed", "client.own_outcome", "FAIL"),
+    ("early-chain", "5.2.client.chain-after-terminal", "client.chain_after_terminal", "FAIL"),
+    ("no-close", "3.3.client.conversation", "client.clean_close", "NON-STRICT"),
     ("strict-events", "3.2.client.unknown-event", "client.outcome", "FAIL"),
+    ("full-history", "5.1.client.history-resent", "client.incremental", "INFORMATIONAL"),
+    ("error-kills-session", "4.3.client.drop-before-created", "client.recovers", "FAIL"),
+    ("retry-oversized", "1.client.frame-over-limit", "client.retry_storm", "NON-STRICT"),
+    ("small-frames", "1.client.frame-over-32k", "client.outcome", "FAIL"),
+    ("stale-id-next-task", "5.1.client.stale-id-next-task", "client.fresh_chain", "FAIL"),
     ("lifo", "5.2.client.queued-fifo", "client.fifo", "FAIL"),
     ("lane-blind", "5.2.client.lanes-error", "client.lane", "FAIL"),
     ("short-timeout", "5.3.client.slow-ttft", "client.patient", "NON-STRICT"),
@@ -134,4 +160,43 @@ def test_each_broken_client_fails_its_case_for_its_own_reason(
     result = broken_runs[(mode, case_id)]
     found = {f.rule_id for f in result.outcome.findings}
     assert rule_id in found, result.as_dict()["detail"]
-    assert str(result.verdict) == verdict
+    assert str(result.verdict) == verdict, result.as_dict()["detail"]
+
+
+def test_a_crash_is_named_with_its_type_and_place(
+    broken_runs: dict[tuple[str, str], CaseResult],
+) -> None:
+    """The string-error crash is told as a crash (TypeError, in the client's error parser), not
+    as a missing outcome alone."""
+    result = broken_runs[("crash-on-string-error", "4.1.client.error-string")]
+    messages = [f.message for f in result.outcome.findings if f.rule_id == "client.outcome"]
+    assert any(
+        "a crash inside the client library: TypeError at" in m and "in error_of" in m
+        for m in messages
+    ), messages
+
+
+def test_storms_are_graded_by_their_count(
+    broken_runs: dict[tuple[str, str], CaseResult],
+) -> None:
+    """Six attempts and two hundred break the same rule at different levels."""
+    levels = {
+        mode: {
+            f.level
+            for f in broken_runs[(mode, "1.client.upgrade-404")].outcome.findings
+            if f.rule_id == "client.retry_storm"
+        }
+        for mode in ("retry-storm", "storm-200")
+    }
+    assert levels == {"retry-storm": {"SHOULD"}, "storm-200": {"MUST"}}
+
+
+def test_a_client_that_never_chains_is_reported_not_passed_on_a_miss() -> None:
+    """previous_response_not_found cannot be met by a client that resends the history every
+    turn: the case says so (INFORMATIONAL) instead of a vacuous PASS."""
+    case = case_by_id("5.1.client.previous-response-not-found")
+    result = asyncio.run(
+        run_case(adapter("full-history"), case, TIMINGS, base_env=dict(os.environ))
+    )
+    assert str(result.verdict) == "INFORMATIONAL", result.as_dict()["detail"]
+    assert "never sent previous_response_id" in result.as_dict()["detail"]

@@ -4,6 +4,7 @@ matrix, exit statuses, usage errors, and the bundled openai-python adapter (CI c
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -17,7 +18,12 @@ from harness.conformance.clients.catalogue import CASES, case_by_id
 from harness.conformance.clients.client_config import Timings
 from harness.conformance.clients.client_runner import run_cases
 from harness.conformance.clients.matrix import latest_results
-from harness.conformance.clients.profiles import client_from_profile, load_profile
+from harness.conformance.clients.profiles import (
+    ClientProfileError,
+    Places,
+    client_from_profile,
+    load_profile,
+)
 from harness.results.schema import load_result
 from tests.cli_run import run_cli
 
@@ -106,3 +112,46 @@ def test_the_bundled_openai_python_adapter_reproduces_its_committed_certificate(
     details = {r.case.id: r.as_dict()["detail"] for r in results if got[r.case.id] != "PASS"}
     assert got == {case_id: expected[case_id] for case_id in SDK_CASES}, json.dumps(details)
     assert {r.run.version for r in results} == {openai.__version__}
+
+
+def test_a_missing_client_names_the_install_step_and_the_options(
+    tmp_path: Path, capsys: Any
+) -> None:
+    argv = ["certify-client", "--client", "openai-agents", "--venvs", str(tmp_path)]
+    status, out, err = run_cli(argv, capsys)
+    assert status == 2 and out == ""
+    line = err.strip().splitlines()[-1]
+    assert f"{tmp_path}/openai-agents/bin/python is missing" in line
+    assert "scripts/install-clients openai-agents" in line
+    assert "--venvs DIR (or WSMODE_VENVS)" in line
+    node = ["certify-client", "--client", "openai-node", "--node-clients", str(tmp_path)]
+    status, _, err = run_cli(node, capsys)
+    assert status == 2 and "--node-clients DIR (or WSMODE_NODE_CLIENTS)" in err
+
+
+def test_the_clients_folders_are_found_from_the_checkout_not_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WSMODE_VENVS", raising=False)
+    monkeypatch.delenv("WSMODE_NODE_CLIENTS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert Places().fill("{venvs}|{node}") == f"{REPO / '.venvs'}|{REPO / '.clients' / 'node'}"
+    monkeypatch.setenv("WSMODE_VENVS", "/from/env")
+    assert Places().fill("{venvs}") == "/from/env"  # the variable is the option's default
+    assert Places(venvs="/from/option").fill("{venvs}") == "/from/option"
+
+
+def test_an_old_node_is_named_in_one_line_and_a_missing_one_refused(
+    tmp_path: Path, capsys: Any
+) -> None:
+    profile = dataclasses.replace(load_profile("openai-node"), needs=())
+    assert profile.node_min == 22
+    client = client_from_profile(profile, node=20)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "certify-client: node 20 is older than the 22 that openai-node 7.59.0 declares; "
+        "running anyway (the certificate records it)"
+    ]
+    assert client.description.endswith("ran on node 20")
+    with pytest.raises(ClientProfileError, match="no `node` is on PATH"):
+        client_from_profile(profile, node=None)
