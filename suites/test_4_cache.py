@@ -129,6 +129,48 @@ async def test_failure_evicts(ctx: CaseContext) -> None:
     )
 
 
+# Refusals of different causes, found at different points of a server (the parse, the value
+# checks, the item validation): each is a failed turn, and each must evict.
+_REFUSALS: tuple[tuple[str, dict[str, object]], ...] = (
+    ("a wrong field type (temperature: 'hot')", {"temperature": "hot"}),
+    ("a bad value (tool_choice: 'sometimes')", {"tool_choice": "sometimes"}),
+    ("a wrong input type (input: 7)", {"input": 7}),
+    ("an invalid input item", {"input": [bodies.invalid_item()]}),
+)
+
+
+@case(
+    "5.1.cache.every-refusal-evicts",
+    level="MUST",
+    category="cache",
+    title="a continuation refused for any cause evicts its parent (four causes, store=false)",
+    rules=("cache.every_failure_evicts",),
+)
+async def test_every_refusal_evicts(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    twin = CacheTwin(ctx.profile.cache_depth)
+    for n, (cause, fields) in enumerate(_REFUSALS):
+        parent = await new_chain(ctx, conn, twin, n, store=False)
+        body = ctx.body([bodies.user_message("Continue.")], previous_response_id=parent)
+        failed = await conn.create(body | fields)
+        if not ctx.check(
+            failed.request_error is not None, "case.expectation", f"{cause}: accepted"
+        ):
+            if failed.response_id is not None:
+                twin.on_completed(parent, failed.response_id, store=False)
+            continue
+        twin.on_failed(parent)
+        await continue_from(
+            ctx,
+            conn,
+            twin,
+            parent,
+            "cache.every_failure_evicts",
+            store=False,
+            label=f"retry after {cause}",
+        )
+
+
 @case(
     "5.1.cache.failed-continuation-store-true",
     level="MUST",

@@ -110,6 +110,7 @@ class TurnRunner:
         seed = Seed.of(request)  # the request's own: hashed the first time a stream is drawn
         stages = StageLog.of_request(self.services.engine, ctx.request_bytes, seed)
         if request.multi_agent and (ctx.live is None or not self.config.multi_agent):
+            self._evict_parent(request, ctx)
             raise RequestRefused(
                 errors.invalid_request(
                     "Multi-agent responses are not enabled on this server"
@@ -170,20 +171,33 @@ class TurnRunner:
         )
 
     def _turn_cache(self, ctx: TurnContext) -> TurnCache:
+        return self._cache_of(ctx.cache, ctx.forks)
+
+    def _cache_of(
+        self,
+        cache: ResponseCache[Conversation] | None,
+        forks: tuple[ResponseCache[Conversation], ...] = (),
+    ) -> TurnCache:
         shared = self.services.shared_cache
-        own = None if ctx.cache is None else shared if shared is not None else ctx.cache
+        own = None if cache is None else shared if shared is not None else cache
         return TurnCache(
             own,
-            ctx.forks,
+            forks,
             enabled=self.optimizations.connection_cache,
             refresh_on_read=not self.faults.cache_fifo,
         )
 
     def _evict_parent(self, request: CreateRequest, ctx: TurnContext) -> None:
-        """A failed turn evicts the parent it referenced (PROTOCOL.md §5.1)."""
-        if request.previous_response_id is None or self.faults.no_failure_eviction:
+        self.evict_parent(request.previous_response_id, ctx.cache)
+
+    def evict_parent(
+        self, previous_id: str | None, cache: ResponseCache[Conversation] | None
+    ) -> None:
+        """A failed turn evicts the parent it referenced, whatever refused it: the parse, a
+        stage, the engine (PROTOCOL.md §5.1: "If a turn fails (4xx or 5xx)")."""
+        if previous_id is None or self.faults.no_failure_eviction:
             return
-        if self._turn_cache(ctx).evict(request.previous_response_id):
+        if self._cache_of(cache).evict(previous_id):
             self.services.metrics.inc("wsmode_cache_evictions_total", reason="failed_turn")
 
     # -- the engine and the events --------------------------------------------------------

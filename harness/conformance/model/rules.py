@@ -49,7 +49,21 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     # requests (§2.1)
     "request.stream_ignored": ("MUST", "stream:true is accepted and ignored over WebSocket"),
     "request.unknown_fields": ("MUST", "unknown create fields (client_metadata) are tolerated"),
-    "request.background_rejected": ("MUST", "background:true is refused over WebSocket"),
+    "request.background_rejected": (
+        "SHOULD",
+        "background:true is refused over WebSocket (the docs say it is not supported; that it "
+        "is refused with an error, not ignored, is inferred)",
+    ),
+    "request.max_output_minimum": (
+        "SHOULD",
+        "max_output_tokens below 16 is refused with 400 integer_below_min_value (the live API's "
+        "answer as reported from api.openai.com and Azure; no document states the minimum)",
+    ),
+    "request.conversation_exclusive": (
+        "MUST",
+        "conversation with previous_response_id is refused with a 400, not resolved as a parent "
+        "(openai-python: previous_response_id 'cannot be used in conjunction with conversation')",
+    ),
     "request.error_socket_open": ("MUST", "a request-scoped error keeps the socket usable"),
     "request.malformed_json": ("MUST", "a frame that is not JSON gets an error event"),
     "request.unknown_type": ("MUST", "an unknown client event type gets an error event"),
@@ -107,6 +121,11 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     "cache.hydrate": ("MUST", "a store=true id resolves from anywhere (hydration)"),
     "cache.most_recent": ("MUST", "the most recent response is always continuable"),
     "cache.failure_evicts": ("MUST", "a failed continuation evicts its parent"),
+    "cache.every_failure_evicts": (
+        "MUST",
+        "a continuation refused for any cause (a wrong field type, a bad value, an invalid item) "
+        "evicts its parent: 'If a turn fails (4xx or 5xx)'",
+    ),
     "cache.lru": ("MUST", "a declared depth-N cache evicts the least recently used entry"),
     "cache.depth": ("MUST", "a declared depth-N cache keeps the N most recent responses"),
     "cache.bytes": ("SHOULD", "a declared byte bound evicts older entries when exceeded"),
