@@ -196,6 +196,41 @@ async def test_http_json(ctx: CaseContext) -> None:
     ctx.check("total_tokens" in usage, "http.json_response", "no usage")
 
 
+_RATE_LIMIT_HEADERS = (
+    "x-ratelimit-limit-requests",
+    "x-ratelimit-remaining-requests",
+    "x-ratelimit-limit-tokens",
+    "x-ratelimit-remaining-tokens",
+)
+
+
+@case(
+    "3.1.http.request-id",
+    level="SHOULD",
+    category="http",
+    title="HTTP answers, errors too, carry x-request-id (and the API's processing and rate-limit "
+    "headers)",
+    rules=("http.request_id", "http.api_headers"),
+    requires=("http",),
+)
+async def test_http_request_id(ctx: CaseContext) -> None:
+    created = await ctx.http().request("POST", "/responses", ctx.body())
+    refused = await ctx.http().request("POST", "/responses", ctx.body(temperature="hot"))
+    for what, reply in (("a create", created), ("a refused create", refused)):
+        request_id = reply.headers.get("x-request-id", "")
+        ctx.check(
+            request_id.startswith("req_"),
+            "http.request_id",
+            f"{what} (HTTP {reply.status}): x-request-id is {request_id or 'missing'!r}",
+        )
+    ids = {created.headers.get("x-request-id"), refused.headers.get("x-request-id")}
+    ctx.check(len(ids) == 2, "http.request_id", "two requests answered with one x-request-id")
+    processing = created.headers.get("openai-processing-ms", "")
+    ctx.check(processing.isdigit(), "http.api_headers", f"openai-processing-ms {processing!r}")
+    missing = [name for name in _RATE_LIMIT_HEADERS if name not in created.headers]
+    ctx.check(not missing, "http.api_headers", f"missing {', '.join(missing)}")
+
+
 async def retrieve_and_compare(ctx: CaseContext, response_id: str, output_ids: list[Any]) -> None:
     reply = await ctx.http().request("GET", f"/responses/{response_id}")
     payload: Any = reply.json()

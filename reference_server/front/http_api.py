@@ -28,6 +28,7 @@ from harness.protocol.events import Event
 from harness.protocol.requests import CreateRequest, InvalidRequest, parse_compact, parse_create
 from harness.transport.h11_loop import H11Event, next_h11_event, read_within
 from harness.transport.sse_wire import encode_events
+from reference_server.front.api_headers import api_headers
 from reference_server.front.auth import KeyRing
 from reference_server.front.connection import StampedStreamProtocol
 from reference_server.pipeline.outbox import Send
@@ -76,6 +77,7 @@ class HttpConnection:
         self.busy = False  # handling a request (a drain waits for it)
         self.connection_id = connection_id("http")
         self._declared_length = 0  # the current request's Content-Length (0: none or chunked)
+        self._started_at = time.perf_counter()  # the current request's head was read
 
     async def serve(self) -> None:
         try:
@@ -171,6 +173,7 @@ class HttpConnection:
     # -- routing --------------------------------------------------------------------------
     async def _handle(self, request: h11.Request) -> None:
         self._declared_length = _content_length(request)
+        self._started_at = time.perf_counter()
         try:
             await self._route(request)
         except _TooLarge:
@@ -314,6 +317,7 @@ class HttpConnection:
                             headers=[
                                 ("content-type", "text/event-stream"),
                                 ("cache-control", "no-cache"),
+                                *api_headers(self._started_at),
                             ],
                         )
                     )
@@ -379,6 +383,7 @@ class HttpConnection:
         headers = [
             ("content-type", content_type),
             ("content-length", str(len(body))),
+            *api_headers(self._started_at),
             *(extra or []),
         ]
         data = self.h11.send(h11.Response(status_code=status, headers=headers))

@@ -170,6 +170,16 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     "sse.content_type": ("MUST", "a streaming POST answers 200 text/event-stream"),
     "sse.event_name": ("SHOULD", "each SSE block's event: line equals its data's type"),
     "sse.no_done": ("SHOULD", "SSE streams end after the terminal, without [DONE]"),
+    "http.request_id": (
+        "SHOULD",
+        "every HTTP answer carries x-request-id (req_...), as every recorded api.openai.com "
+        "answer does; openai-python reads it into _request_id",
+    ),
+    "http.api_headers": (
+        "MAY",
+        "HTTP answers carry openai-processing-ms and the x-ratelimit-* budgets, as recorded "
+        "api.openai.com answers do",
+    ),
     "http.json_response": ("MUST", "a non-streaming POST returns the Response object"),
     "http.retrieve": ("MUST", "GET /responses/{id} returns a stored response"),
     "http.error_shape": ("MUST", "HTTP errors are {error: {type, code, message, param}}"),
