@@ -72,7 +72,8 @@ class CreateRequest:
     seed: int | None = None  # wsmode extension
     multi_agent: bool = False  # `multi_agent.enabled` (beta, PROTOCOL.md §2.2)
     max_concurrent_subagents: int | None = None
-    background: bool = False  # HTTP only: queued, polled, resumed, cancelled (PROTOCOL.md §5.5)
+    compaction: bool = False  # `context_management` asks for compaction: no steering (§2.2)
+    background: bool = False  # `background: true` (refused over WebSocket, PROTOCOL.md §2.1)
 
 
 def _fail(message: str, param: str | None, code: str | None = None) -> InvalidRequest:
@@ -244,6 +245,7 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
         multi_agent=multi_agent,
         max_concurrent_subagents=max_subagents,
         background=body.get("background") is True,
+        compaction=_context_management(body.get("context_management")),
     )
 
 
@@ -313,6 +315,33 @@ def _max_output_tokens(body: Mapping[str, Any]) -> int | None:
             "integer_below_min_value",
         )
     return max_output
+
+
+def _context_management(value: Any) -> bool:
+    """`context_management: [{type, compact_threshold?}]` (openai-python 3.57
+    `ContextManagement`: "Currently only 'compaction' is supported"); True when it asks for
+    compaction."""
+    if value is None:
+        return False
+    if not isinstance(value, list) or not all(
+        isinstance(entry, dict) and isinstance(entry.get("type"), str) for entry in value
+    ):
+        raise _fail(
+            "Invalid type for 'context_management': expected an array of objects with a 'type'.",
+            "context_management",
+            "invalid_type",
+        )
+    for index, entry in enumerate(value):
+        _enum(entry["type"], f"context_management[{index}].type", ("compaction",))
+        threshold = entry.get("compact_threshold")
+        if threshold is not None and (type(threshold) is not int or threshold < 1):
+            raise _fail(
+                f"Invalid 'context_management[{index}].compact_threshold': expected a positive "
+                "integer.",
+                f"context_management[{index}].compact_threshold",
+                "invalid_value",
+            )
+    return bool(value)
 
 
 def _conversation(value: Any, previous: Any) -> None:

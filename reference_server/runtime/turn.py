@@ -98,6 +98,10 @@ class TurnRunner:
         self.optimizations = services.config.optimizations
         self.hooks = services.hooks
         self.faults = services.hooks.faults
+        profile = services.profile  # the whole-item model (block 0) has no minimum
+        self._cache_min_tokens = (
+            int(profile.prompt_cache_min_tokens) if profile.prompt_cache_block_tokens > 0 else 0
+        )
         self.post_inference = PostInference(
             services.persistence, services.profile, services.metrics, services.config.workers
         )
@@ -168,6 +172,7 @@ class TurnRunner:
             switches=self.optimizations,
             context_window_tokens=self.config.limits.context_window_tokens,
             drop_context=self.faults.drop_context,  # the fault: the parent resolved, unused
+            cache_block_tokens=int(services.profile.prompt_cache_block_tokens),
         )
 
     def _turn_cache(self, ctx: TurnContext) -> TurnCache:
@@ -248,6 +253,7 @@ class TurnRunner:
             emitter,
             out,
             multi_agent=request.multi_agent,
+            compaction=request.compaction,
             max_pending_steers=limits.max_pending_steers,
             required_input_timeout_s=limits.required_input_timeout_s,
             prefill_s=None if profile.is_zero else prefill_s,
@@ -277,6 +283,7 @@ class TurnRunner:
                 services.prefix_cache,
                 seed=seed,
                 output_limit_tokens=self.config.limits.max_output_tokens,
+                cache_min_tokens=self._cache_min_tokens,
             )
         except RequestRefused:
             self._evict_parent(request, ctx)

@@ -126,6 +126,11 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
         "a continuation refused for any cause (a wrong field type, a bad value, an invalid item) "
         "evicts its parent: 'If a turn fails (4xx or 5xx)'",
     ),
+    "cache.block_rule": (
+        "SHOULD",
+        "usage's cached_tokens is 0 under 1,024 prompt tokens and otherwise 0 or a multiple of 128 "
+        "(OpenAI's prompt-caching guide; every recorded api.openai.com and Azure value)",
+    ),
     "cache.lru": ("MUST", "a declared depth-N cache evicts the least recently used entry"),
     "cache.depth": ("MUST", "a declared depth-N cache keeps the N most recent responses"),
     "cache.bytes": ("SHOULD", "a declared byte bound evicts older entries when exceeded"),
@@ -255,6 +260,11 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
         "MUST",
         "response.steer.pending names the calls the response stopped for (required_input) and "
         "the explicit continuation answering them completes",
+    ),
+    "steer.compaction_refused": (
+        "MUST",
+        "a steer on a response created with context_management compaction is refused "
+        "(response.steer.failed): the steering guide says such responses do not support steering",
     ),
     "steer.failed": (
         "MUST",
