@@ -79,6 +79,7 @@ def plan_turn(
             reasoning_effort=request.reasoning_effort,
             script=request.script,
             answer_after_calls=request.multi_agent,  # its agent resumes once they are answered
+            text_format=request.text.get("format"),
         )
     except PlanError as exc:
         raise RequestRefused(errors.invalid_request(str(exc), param="wsmode.script")) from None

@@ -175,6 +175,12 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     "sse.content_type": ("MUST", "a streaming POST answers 200 text/event-stream"),
     "sse.event_name": ("SHOULD", "each SSE block's event: line equals its data's type"),
     "sse.no_done": ("SHOULD", "SSE streams end after the terminal, without [DONE]"),
+    "output.structured": (
+        "SHOULD",
+        "with text.format json_schema (strict) the reply's text parses as JSON valid against the "
+        "schema, with json_object as a JSON object (the structured-outputs guide; clients parse "
+        "it)",
+    ),
     "http.request_id": (
         "SHOULD",
         "every HTTP answer carries x-request-id (req_...), as every recorded api.openai.com "
