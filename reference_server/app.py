@@ -158,6 +158,7 @@ class ReferenceServer:
         if self._asyncio_server is not None:
             self._asyncio_server.close()
         self._waiting_doors.shut()
+        self.services.background.stop_all()  # background runs end with the server
         if self._ws_server is not None:
             sessions = [s.close_for_shutdown(drained_for_s) for s in list(self._sessions)]
             with contextlib.suppress(TimeoutError):

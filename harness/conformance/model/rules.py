@@ -181,6 +181,13 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
         "schema, with json_object as a JSON object (the structured-outputs guide; clients parse "
         "it)",
     ),
+    "http.background": (
+        "SHOULD",
+        "POST /responses with background:true answers at once (queued or in_progress, "
+        "background:true), GET polls it to its end, ?stream=true&starting_after=N resumes its "
+        "events after N, POST /responses/{id}/cancel answers its state (the background guide; "
+        "recorded openai-dotnet and pydantic-ai sessions)",
+    ),
     "http.request_id": (
         "SHOULD",
         "every HTTP answer carries x-request-id (req_...), as every recorded api.openai.com "
