@@ -14,6 +14,7 @@ import http
 import importlib.metadata
 import itertools
 import threading
+import time
 from collections.abc import Iterator
 
 from websockets.asyncio.server import Server, ServerConnection
@@ -27,6 +28,7 @@ from harness.protocol.errors import ApiError
 from harness.transport import sockets
 from harness.transport.frontdoor import FrontDoor, WaitingDoors
 from reference_server.config import ServerConfig
+from reference_server.front.api_headers import api_headers
 from reference_server.front.auth import KeyRing
 from reference_server.front.connection import StampedServerConnection, StampedStreamProtocol
 from reference_server.front.connection_caps import ConnectionCaps
@@ -97,6 +99,7 @@ class ReferenceServer:
         self._ws_server = Server(
             self._serve_websocket,
             process_request=self._check_upgrade,
+            process_response=_with_api_headers,  # the 101 names its request, as the API's does
             server_header=SERVER_HEADER,  # names the implementation and its version
             open_timeout=limits.handshake_timeout_s,
             logger=handshake_logger(),
@@ -155,6 +158,7 @@ class ReferenceServer:
         if self._asyncio_server is not None:
             self._asyncio_server.close()
         self._waiting_doors.shut()
+        self.services.background.stop_all()  # background runs end with the server
         if self._ws_server is not None:
             sessions = [s.close_for_shutdown(drained_for_s) for s in list(self._sessions)]
             with contextlib.suppress(TimeoutError):
@@ -279,6 +283,17 @@ class ReferenceServer:
             await session.run()
         finally:
             self._sessions.discard(session)
+
+
+def _with_api_headers(
+    connection: ServerConnection, request: Request, response: Response
+) -> Response:
+    """Every upgrade answer (the 101 and the refusals) carries the API's headers; the upgrade
+    is answered as its head is read, so its processing time is the hook's own."""
+    for name, value in api_headers(time.perf_counter()):
+        if name not in response.headers:
+            response.headers[name] = value
+    return response
 
 
 def _json_response(error: ApiError, retry_after_s: int | None = None) -> Response:

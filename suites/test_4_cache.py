@@ -129,6 +129,92 @@ async def test_failure_evicts(ctx: CaseContext) -> None:
     )
 
 
+# Refusals of different causes, found at different points of a server (the parse, the value
+# checks, the item validation): each is a failed turn, and each must evict.
+_REFUSALS: tuple[tuple[str, dict[str, object]], ...] = (
+    ("a wrong field type (temperature: 'hot')", {"temperature": "hot"}),
+    ("a bad value (tool_choice: 'sometimes')", {"tool_choice": "sometimes"}),
+    ("a wrong input type (input: 7)", {"input": 7}),
+    ("an invalid input item", {"input": [bodies.invalid_item()]}),
+)
+
+
+@case(
+    "5.1.cache.every-refusal-evicts",
+    level="MUST",
+    category="cache",
+    title="a continuation refused for any cause evicts its parent (four causes, store=false)",
+    rules=("cache.every_failure_evicts",),
+)
+async def test_every_refusal_evicts(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    twin = CacheTwin(ctx.profile.cache_depth)
+    for n, (cause, fields) in enumerate(_REFUSALS):
+        parent = await new_chain(ctx, conn, twin, n, store=False)
+        body = ctx.body([bodies.user_message("Continue.")], previous_response_id=parent)
+        failed = await conn.create(body | fields)
+        if not ctx.check(
+            failed.request_error is not None, "case.expectation", f"{cause}: accepted"
+        ):
+            if failed.response_id is not None:
+                twin.on_completed(parent, failed.response_id, store=False)
+            continue
+        twin.on_failed(parent)
+        await continue_from(
+            ctx,
+            conn,
+            twin,
+            parent,
+            "cache.every_failure_evicts",
+            store=False,
+            label=f"retry after {cause}",
+        )
+
+
+_LONG_PREFIX = "The tide tables list each harbour's high and low water for the month. " * 150
+
+
+def _cached_tokens(ctx: CaseContext, exchange: CaseExchange, what: str) -> tuple[int, int] | None:
+    usage = (exchange.final_response or {}).get("usage") or {}
+    details = usage.get("input_tokens_details") or {}
+    tokens, hit = usage.get("input_tokens"), details.get("cached_tokens")
+    if not isinstance(tokens, int) or not isinstance(hit, int):
+        ctx.fail("case.expectation", f"{what}: no usage.input_tokens_details.cached_tokens")
+    return tokens, hit
+
+
+@case(
+    "5.6.cache.block-rule",
+    level="SHOULD",
+    category="cache",
+    title="cached_tokens follows the API's block rule: 0 under 1,024 tokens, else 0 or a "
+    "multiple of 128",
+    rules=("cache.block_rule",),
+)
+async def test_cached_tokens_block_rule(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    prompts = (
+        ("a short prompt", "Say hello in one word."),
+        ("the same short prompt again", "Say hello in one word."),
+        ("a long prompt", _LONG_PREFIX + "First question: when is high water?"),
+        ("the long prefix with another tail", _LONG_PREFIX + "And when is low water?"),
+    )
+    for what, text in prompts:
+        exchange = await conn.create(ctx.body(text))
+        ctx.expect_completed(exchange, "case.expectation", what)
+        counts = _cached_tokens(ctx, exchange, what)
+        assert counts is not None
+        tokens, hit = counts
+        if tokens < 1024:
+            ctx.check(hit == 0, "cache.block_rule", f"{what}: {hit} of {tokens} tokens cached")
+        else:
+            ctx.check(
+                hit == 0 or (hit >= 1024 and hit % 128 == 0),
+                "cache.block_rule",
+                f"{what}: {hit} of {tokens} tokens cached (not 0 or 1,024 + n x 128)",
+            )
+
+
 @case(
     "5.1.cache.failed-continuation-store-true",
     level="MUST",

@@ -138,7 +138,7 @@ async def test_not_found_socket_open(ctx: CaseContext) -> None:
 # -- what a create may carry --------------------------------------------------------------------
 @case(
     "2.1.request.background-rejected",
-    level="MUST",
+    level="SHOULD",
     category="errors",
     title="background:true is refused over WebSocket with an error; the socket stays usable",
     rules=("request.background_rejected", "request.error_socket_open"),
@@ -148,6 +148,55 @@ async def test_background_rejected(ctx: CaseContext) -> None:
     exchange = await conn.create(ctx.body(background=True))
     ctx.expect_request_error(exchange, "request.background_rejected", status=400)
     await ctx.expect_usable(conn, what="after background:true")
+
+
+@case(
+    "2.1.request.max-output-tokens-minimum",
+    level="SHOULD",
+    category="errors",
+    title="max_output_tokens below 16 is refused with 400 integer_below_min_value",
+    rules=("request.max_output_minimum", "request.error_socket_open"),
+)
+async def test_max_output_tokens_minimum(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    exchange = await conn.create(ctx.body(max_output_tokens=15))
+    ctx.expect_request_error(
+        exchange, "request.max_output_minimum", code="integer_below_min_value", status=400
+    )
+    await ctx.expect_usable(conn, what="after max_output_tokens: 15")
+    at_minimum = await conn.create(ctx.body(max_output_tokens=16))
+    ctx.check(
+        at_minimum.request_error is None,
+        "request.max_output_minimum",
+        "max_output_tokens: 16 (the minimum itself) was refused",
+    )
+
+
+@case(
+    "2.1.request.conversation-with-previous",
+    level="MUST",
+    category="errors",
+    title="conversation with previous_response_id is refused with 400, never resolved as a parent",
+    rules=("request.conversation_exclusive", "request.error_socket_open"),
+)
+async def test_conversation_with_previous(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    parent = await conn.create(ctx.body())
+    ctx.expect_completed(parent, "case.expectation", "the parent")
+    assert parent.response_id is not None
+    body = ctx.body(
+        [bodies.user_message("Continue.")],
+        previous_response_id=parent.response_id,
+        conversation="conv_wsmode_case",
+    )
+    exchange = await conn.create(body)
+    error = ctx.expect_request_error(exchange, "request.conversation_exclusive", status=400)
+    ctx.check(
+        error.code != NOT_FOUND,
+        "request.conversation_exclusive",
+        "refused as previous_response_not_found: the parent was looked up, the pair not refused",
+    )
+    await ctx.expect_usable(conn, what="after conversation with previous_response_id")
 
 
 @case(

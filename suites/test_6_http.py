@@ -4,7 +4,9 @@ retrieval of stored responses and HTTP errors complete the picture."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import json
 from typing import Any
 
 from harness.conformance.judges.case_exchange import answered
@@ -196,6 +198,41 @@ async def test_http_json(ctx: CaseContext) -> None:
     ctx.check("total_tokens" in usage, "http.json_response", "no usage")
 
 
+_RATE_LIMIT_HEADERS = (
+    "x-ratelimit-limit-requests",
+    "x-ratelimit-remaining-requests",
+    "x-ratelimit-limit-tokens",
+    "x-ratelimit-remaining-tokens",
+)
+
+
+@case(
+    "3.1.http.request-id",
+    level="SHOULD",
+    category="http",
+    title="HTTP answers, errors too, carry x-request-id (and the API's processing and rate-limit "
+    "headers)",
+    rules=("http.request_id", "http.api_headers"),
+    requires=("http",),
+)
+async def test_http_request_id(ctx: CaseContext) -> None:
+    created = await ctx.http().request("POST", "/responses", ctx.body())
+    refused = await ctx.http().request("POST", "/responses", ctx.body(temperature="hot"))
+    for what, reply in (("a create", created), ("a refused create", refused)):
+        request_id = reply.headers.get("x-request-id", "")
+        ctx.check(
+            request_id.startswith("req_"),
+            "http.request_id",
+            f"{what} (HTTP {reply.status}): x-request-id is {request_id or 'missing'!r}",
+        )
+    ids = {created.headers.get("x-request-id"), refused.headers.get("x-request-id")}
+    ctx.check(len(ids) == 2, "http.request_id", "two requests answered with one x-request-id")
+    processing = created.headers.get("openai-processing-ms", "")
+    ctx.check(processing.isdigit(), "http.api_headers", f"openai-processing-ms {processing!r}")
+    missing = [name for name in _RATE_LIMIT_HEADERS if name not in created.headers]
+    ctx.check(not missing, "http.api_headers", f"missing {', '.join(missing)}")
+
+
 async def retrieve_and_compare(ctx: CaseContext, response_id: str, output_ids: list[Any]) -> None:
     reply = await ctx.http().request("GET", f"/responses/{response_id}")
     payload: Any = reply.json()
@@ -276,3 +313,61 @@ async def test_http_error(ctx: CaseContext) -> None:
 async def test_http_auth(ctx: CaseContext) -> None:
     reply = await ctx.http(auth="wrong").request("POST", "/responses", ctx.body())
     ctx.check(reply.status == 401, "http.auth", f"HTTP {reply.status} with a wrong key")
+
+
+def _sse_data(body: bytes) -> list[dict[str, Any]]:
+    events = []
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line.startswith("data: ") and line[6:].strip() != "[DONE]":
+            events.append(json.loads(line[6:]))
+    return events
+
+
+@case(
+    "5.5.background.lifecycle",
+    level="SHOULD",
+    category="http",
+    title="background:true over HTTP is queued at once, polled to its end, resumed with "
+    "starting_after, and cancel answers its state",
+    rules=("http.background",),
+    requires=("http", "store"),
+)
+async def test_background_lifecycle(ctx: CaseContext) -> None:
+    http = ctx.http()
+    body = ctx.body(store=True, background=True)
+    created: Any = (await http.request("POST", "/responses", body)).json()
+    if not isinstance(created, dict) or not isinstance(created.get("id"), str):
+        ctx.fail("http.background", f"the create answered {created!r:.160}")
+    ctx.check(
+        created.get("status") in ("queued", "in_progress") and created.get("background") is True,
+        "http.background",
+        f"the create answered status {created.get('status')!r}, background "
+        f"{created.get('background')!r} (expected queued/in_progress, true)",
+    )
+    response_id = created["id"]
+    status = created.get("status")
+    for _ in range(100):
+        polled: Any = (await http.request("GET", f"/responses/{response_id}")).json()
+        status = polled.get("status") if isinstance(polled, dict) else None
+        if status not in ("queued", "in_progress"):
+            break
+        await asyncio.sleep(0.1)
+    # incomplete: cut at the short answer's max_output_tokens, an answer all the same
+    ctx.check(
+        status in ("completed", "incomplete"), "http.background", f"polled to status {status!r}"
+    )
+    replay = await http.request("GET", f"/responses/{response_id}?stream=true&starting_after=1")
+    events = _sse_data(replay.body) if replay.status == 200 else []
+    numbers = [e.get("sequence_number") for e in events]
+    ctx.check(
+        bool(numbers) and numbers[0] == 2 and numbers == list(range(2, 2 + len(numbers))),
+        "http.background",
+        f"the resumed stream (HTTP {replay.status}) started at {numbers[:1] or 'nothing'}",
+    )
+    cancel = await http.request("POST", f"/responses/{response_id}/cancel")
+    answer: Any = cancel.json()
+    ctx.check(
+        cancel.status == 200 and isinstance(answer, dict) and answer.get("id") == response_id,
+        "http.background",
+        f"cancel answered HTTP {cancel.status}",
+    )

@@ -255,3 +255,79 @@ async def test_compact_new_chain(ctx: CaseContext) -> None:
         "compact.new_chain",
         f"the new chain reports previous_response_id {final.get('previous_response_id')!r}",
     )
+
+
+# -- structured output (§3.4) -------------------------------------------------------------------
+_TRIP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "days": {"type": "integer"},
+        "units": {"type": "string", "enum": ["metric", "imperial"]},
+    },
+    "required": ["city", "days", "units"],
+    "additionalProperties": False,
+}
+_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "integer": int}
+
+
+def _schema_problems(document: Any) -> list[str]:
+    """What makes `document` invalid against `_TRIP_SCHEMA` (its keywords only)."""
+    if not isinstance(document, dict):
+        return [f"not an object: {type(document).__name__}"]
+    properties = _TRIP_SCHEMA["properties"]
+    problems = [f"missing {name!r}" for name in _TRIP_SCHEMA["required"] if name not in document]
+    problems += [f"unexpected {name!r}" for name in document if name not in properties]
+    for name, rule in properties.items():
+        value = document.get(name)
+        if name not in document:
+            continue
+        if not isinstance(value, _TYPES[rule["type"]]) or isinstance(value, bool):
+            problems.append(f"{name!r} is not a {rule['type']}")
+        elif "enum" in rule and value not in rule["enum"]:
+            problems.append(f"{name!r} is {value!r}, not one of {rule['enum']}")
+    return problems
+
+
+@case(
+    "3.4.text.structured-output",
+    level="SHOULD",
+    category="events",
+    title="text.format json_schema (strict) answers JSON valid against the schema; json_object "
+    "answers a JSON object",
+    rules=("output.structured",),
+)
+async def test_structured_output(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    formats: tuple[tuple[str, dict[str, Any]], ...] = (
+        (
+            "json_schema",
+            {"type": "json_schema", "name": "trip", "schema": _TRIP_SCHEMA, "strict": True},
+        ),
+        ("json_object", {"type": "json_object"}),
+    )
+    for what, fmt in formats:
+        prompt = "Plan a short trip and answer in JSON with the city, days and units."
+        body = ctx.body(
+            prompt, text={"format": fmt}, max_output_tokens=bodies.LONG_ANSWER_MAX_TOKENS
+        )
+        exchange = await conn.create(body)
+        ctx.expect_completed(exchange, "case.expectation", what)
+        output = (exchange.final_response or {}).get("output") or []
+        texts = [
+            part.get("text", "")
+            for item in output
+            if isinstance(item, dict) and item.get("type") == "message"
+            for part in item.get("content") or []
+            if isinstance(part, dict) and part.get("type") == "output_text"
+        ]
+        try:
+            document = json.loads("".join(texts))
+        except ValueError:
+            ctx.check(False, "output.structured", f"{what}: the reply is not JSON: {texts!r:.120}")
+            continue
+        if what == "json_schema":
+            problems = _schema_problems(document)
+            ctx.check(not problems, "output.structured", f"{what}: {'; '.join(problems)}")
+        else:
+            ctx.check(isinstance(document, dict), "output.structured", f"{what}: not an object")

@@ -324,6 +324,58 @@ async def test_steer_failures(ctx: CaseContext) -> None:
     await ctx.expect_usable(conn, what="after the failed steers")
 
 
+COMPACTION = [{"type": "compaction", "compact_threshold": 200_000}]
+
+
+@case(
+    "2.2.steer.compaction-refused",
+    level="MUST",
+    category="beta",
+    title="a steer on a running response created with context_management compaction gets "
+    "response.steer.failed (steering_not_supported); the response runs on",
+    rules=("steer.compaction_refused", *SHAPE_RULES),
+    requires=("steer",),
+)
+async def test_steer_refused_on_compaction(ctx: CaseContext) -> None:
+    conn = await ctx.connect()
+    seen: list[TimedEvent] = []
+    for tokens in STEER_ATTEMPTS:
+        body = long_answer(ctx)(bodies.long_prompt(tokens)) | {"context_management": COMPACTION}
+        await conn.send(body)
+        start = await read_until(
+            ctx,
+            conn,
+            lambda e: e.get("type") in ("response.created", "error"),
+            "case.expectation",
+            "the create",
+        )
+        seen += start
+        if start[-1].event.get("type") == "error":
+            ctx.fail("case.expectation", f"the create was refused: {refusal(start[-1].event)}")
+        target = str(_response_id(start[-1].event))
+        steer = {"type": "response.steer", "previous_response_id": target, "input": STEER_TEXT}
+        await conn.send_event(steer)
+        seen += await read_until(
+            ctx, conn, reply_to("response.steer", target), "steer.answered", "the steer"
+        )
+        reply = seen[-1].event
+        seen += await read_on(ctx, conn, seen, terminal_of(target), "case.expectation", "its end")
+        if failure_code(reply) == "response_already_completed":
+            ctx.note(f"a {tokens}-token prompt's response finished before the steer reached it")
+            continue
+        ctx.check(
+            reply.get("type") == "response.steer.failed",
+            "steer.compaction_refused",
+            f"the steer was answered with {reply.get('type')}",
+        )
+        code = failure_code(reply)
+        if reply.get("type") == "response.steer.failed" and code != "steering_not_supported":
+            ctx.note(f"refused with code {code!r} (the code set is open)")
+        sdk_check_each(ctx, seen)
+        return
+    ctx.precondition(False, "every response finished before the steer reached it")
+
+
 # -- multi-agent injection ------------------------------------------------------------------------
 def multi_agent_body(ctx: CaseContext) -> dict[str, Any]:
     return ctx.tool_body(

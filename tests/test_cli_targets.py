@@ -108,7 +108,7 @@ def test_the_key_comes_from_the_one_environment_variable(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WSMODE_API_KEYS", KEY)  # the old name still works, with a note
     argv = ["load", "--target", server.ws_url, "--requests", "2", "--processes", "1"]
-    status, _, err = run_cli([*argv, "--out", "r", "--output-tokens", "4"], capsys)
+    status, _, err = run_cli([*argv, "--out", "r", "--output-tokens", "16"], capsys)
     assert status == 0, err
     assert "wsmode: $WSMODE_API_KEYS is deprecated: set $WSMODE_API_KEY instead" in err
 
@@ -171,7 +171,7 @@ def test_load_ends_fast_when_the_target_dies_mid_run(
     timer = threading.Timer(1.5, stop.set)  # after the pre-run check and some requests
     timer.start()
     argv = ["load", "--target", urls[0], "--duration-s", "60", "--processes", "1"]
-    status, _, err = run_cli([*argv, "--out", "results", "--output-tokens", "8"], capsys)
+    status, _, err = run_cli([*argv, "--out", "results", "--output-tokens", "16"], capsys)
     timer.cancel()
     stop.set()
     thread.join(30)

@@ -35,7 +35,7 @@ def test_no_report_or_results_file_holds_the_working_directory(
         bench += ["--max-rollouts", "1", "--max-turns", "1", "--out", str(results)]
         assert run(bench) == 0
         load = ["load", "--target", server.ws_url, "--requests", "2", "--processes", "1"]
-        assert run([*load, "--out", str(results), "--output-tokens", "4"]) == 0
+        assert run([*load, "--out", str(results), "--output-tokens", "16"]) == 0
     (first, *_) = sorted(results.glob("bench/*/*.json"))
     gate = ["gate", "--baseline", str(first), "--current", str(first)]
     assert run([*gate, "--markdown", str(tmp_path / "gate.md")]) in (0, 1)

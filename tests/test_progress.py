@@ -94,7 +94,7 @@ def test_wsmode_load_rewrites_its_line_on_a_pseudo_terminal(
     controller, terminal = pty.openpty()
     command = [sys.executable, "-m", "harness.cli", "load", "--target", server.ws_url]
     command += ["--duration-s", "2", "--processes", "1", "--concurrency", "2"]
-    command += ["--output-tokens", "8", "--out", str(tmp_path / "results")]
+    command += ["--output-tokens", "16", "--out", str(tmp_path / "results")]
     process = subprocess.Popen(
         command, stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal, cwd=tmp_path
     )
@@ -128,7 +128,7 @@ def test_ctrl_c_stops_load_with_one_line_and_no_results(tmp_path: Path) -> None:
     that seems to die first); the command stops them, says `interrupted`, exits 130, and writes
     no results file."""
     command = [sys.executable, "-m", "harness.cli", "load", "--profile", "zero"]
-    command += ["--duration-s", "60", "--processes", "2", "--output-tokens", "8"]
+    command += ["--duration-s", "60", "--processes", "2", "--output-tokens", "16"]
     command += ["--out", str(tmp_path / "results")]
     process = subprocess.Popen(
         command,

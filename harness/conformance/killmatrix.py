@@ -60,7 +60,10 @@ EXPECTED: Final[dict[str, tuple[str, ...]]] = {
     ),
     "interleave-queued": ("5.2.queue.fifo", "5.2.queue.mid-stream", "5.2.lanes.fifo"),
     "shared-cache": ("5.1.store-false.other-connection", "5.2.lanes.fork-error-keeps-parent"),
-    "no-failure-eviction": ("5.1.cache.failed-continuation-evicts",),
+    "no-failure-eviction": (
+        "5.1.cache.failed-continuation-evicts",
+        "5.1.cache.every-refusal-evicts",
+    ),
     "cache-fifo": ("5.1.cache.lru-order",),
     "store-false-persisted": (
         "5.1.store-false.after-reconnect",

@@ -127,6 +127,8 @@ class ResponseEmitter:
 
     def _error_event(self, error: ApiError) -> Event:
         event = error.to_event(sequence_number=self._seq, stream_id=self.stream_id)
+        if self._speaker is not None:  # a multi-agent response's error names its agent too
+            event["agent"] = agent_tag(self._speaker)
         self._seq += 1
         if self.checker is not None:
             self.checker.feed(event)

@@ -72,6 +72,8 @@ class CreateRequest:
     seed: int | None = None  # wsmode extension
     multi_agent: bool = False  # `multi_agent.enabled` (beta, PROTOCOL.md §2.2)
     max_concurrent_subagents: int | None = None
+    compaction: bool = False  # `context_management` asks for compaction: no steering (§2.2)
+    background: bool = False  # `background: true` (refused over WebSocket, PROTOCOL.md §2.1)
 
 
 def _fail(message: str, param: str | None, code: str | None = None) -> InvalidRequest:
@@ -187,6 +189,7 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
         ):
             raise _fail(f"Invalid type for '{name}': expected {what}.", name, "invalid_type")
     previous = body.get("previous_response_id")
+    _conversation(body.get("conversation"), previous)
     if previous == "":
         raise _fail(
             "Invalid 'previous_response_id': expected a response id, got an empty string.",
@@ -241,6 +244,8 @@ def parse_create(body: Mapping[str, Any], *, transport: Transport) -> CreateRequ
         seed=seed,
         multi_agent=multi_agent,
         max_concurrent_subagents=max_subagents,
+        background=body.get("background") is True,
+        compaction=_context_management(body.get("context_management")),
     )
 
 
@@ -295,13 +300,79 @@ def _stream_id(body: Mapping[str, Any]) -> str | None:
     return stream_id
 
 
+# The API refuses a smaller cap (PROTOCOL.md §2.1: `integer_below_min_value`, seen from
+# api.openai.com and Azure alike).
+MIN_MAX_OUTPUT_TOKENS = 16
+
+
 def _max_output_tokens(body: Mapping[str, Any]) -> int | None:
     max_output: int | None = body.get("max_output_tokens")  # its type is checked
-    if max_output is not None and max_output < 1:
+    if max_output is not None and max_output < MIN_MAX_OUTPUT_TOKENS:
         raise _fail(
-            "Invalid 'max_output_tokens': expected a positive integer.", "max_output_tokens"
+            "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
+            f"{MIN_MAX_OUTPUT_TOKENS}, but got {max_output} instead.",
+            "max_output_tokens",
+            "integer_below_min_value",
         )
     return max_output
+
+
+def _context_management(value: Any) -> bool:
+    """`context_management: [{type, compact_threshold?}]` (openai-python 3.57
+    `ContextManagement`: "Currently only 'compaction' is supported"); True when it asks for
+    compaction."""
+    if value is None:
+        return False
+    if not isinstance(value, list) or not all(
+        isinstance(entry, dict) and isinstance(entry.get("type"), str) for entry in value
+    ):
+        raise _fail(
+            "Invalid type for 'context_management': expected an array of objects with a 'type'.",
+            "context_management",
+            "invalid_type",
+        )
+    for index, entry in enumerate(value):
+        _enum(entry["type"], f"context_management[{index}].type", ("compaction",))
+        threshold = entry.get("compact_threshold")
+        if threshold is not None and (type(threshold) is not int or threshold < 1):
+            raise _fail(
+                f"Invalid 'context_management[{index}].compact_threshold': expected a positive "
+                "integer.",
+                f"context_management[{index}].compact_threshold",
+                "invalid_value",
+            )
+    return bool(value)
+
+
+def _conversation(value: Any, previous: Any) -> None:
+    """`conversation` is refused, never ignored (PROTOCOL.md §2.1): with previous_response_id
+    the two "cannot be used in conjunction" (openai-python's own docstring); alone it names a
+    conversation this server cannot hold, as it serves no Conversations API, so it is not
+    found, as an unknown id is."""
+    if value is None:
+        return
+    conversation_id = value.get("id") if isinstance(value, dict) else value
+    if not isinstance(conversation_id, str) or not conversation_id:
+        raise _fail(
+            "Invalid type for 'conversation': expected a conversation id or an object {'id': ...}.",
+            "conversation",
+            "invalid_type",
+        )
+    if previous is not None:
+        raise _fail(
+            "'previous_response_id' cannot be used in conjunction with 'conversation'.",
+            "previous_response_id",
+            "invalid_value",
+        )
+    raise InvalidRequest(
+        ApiError(
+            404,
+            "invalid_request_error",
+            "not_found",
+            f"Conversation with id '{conversation_id[:64]}' not found.",
+            "conversation",
+        )
+    )
 
 
 def _metadata(body: Mapping[str, Any]) -> dict[str, str]:

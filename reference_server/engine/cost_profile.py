@@ -95,6 +95,11 @@ class Profile:
     queue_ms: float = 0.0
     prefill_us_per_uncached_token: float = 0.0
     prefill_us_per_cached_token: float = 0.0
+    # prompt caching (PROTOCOL.md §5.6): cached tokens are the longest cached token prefix in
+    # blocks of this many tokens, 0 under the minimum (the API's rules: 128 and 1,024); a block
+    # of 0 is the old whole-item model (an item's tokens match whole or not at all, no minimum)
+    prompt_cache_block_tokens: float = 128.0
+    prompt_cache_min_tokens: float = 1024.0
     # API stages
     parse_us_per_kib: float = 0.0
     transfer_us_per_kib: float = 0.0

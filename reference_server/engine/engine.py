@@ -183,6 +183,7 @@ class Engine:
         reasoning_effort: str | None = None,
         script: Sequence[Mapping[str, Any]] | None = None,
         answer_after_calls: bool = False,
+        text_format: Mapping[str, Any] | None = None,
     ) -> GenerationPlan:
         """Plan one response. Raises :class:`PlanError` subclasses for client errors.
 
@@ -200,6 +201,7 @@ class Engine:
                 tool_choice=tool_choice,
                 parallel_tool_calls=parallel_tool_calls,
                 reasoning_effort=reasoning_effort,
+                text_format=text_format,
             )
             if answer_after_calls and items and items[-1].kind == "function_call":
                 items = (*items, _message_item(content()))
@@ -260,6 +262,7 @@ class Engine:
         tool_choice: str | Mapping[str, Any] | None,
         parallel_tool_calls: bool,
         reasoning_effort: str | None,
+        text_format: Mapping[str, Any] | None = None,
     ) -> tuple[PlannedItem, ...]:
         functions = function_tools(tools)
         mode, allowed = resolve_tool_choice(tool_choice, functions)
@@ -277,7 +280,7 @@ class Engine:
             mode == "auto" and bool(allowed) and rng.random() < AUTO_CALL_PROBABILITY
         )
         if not call:
-            items.append(_message_item(rng))
+            items.append(_message_item(rng, text_format))
             return tuple(items)
         count = 1
         if parallel_tool_calls and mode != "named":
@@ -327,7 +330,31 @@ def _call_item(rng: random.Random, tool: Mapping[str, Any]) -> PlannedItem:
     )
 
 
-def _message_item(rng: random.Random) -> PlannedItem:
+# What `json_object` asks for is any JSON object: one of this shape, seeded like arguments.
+_JSON_OBJECT_SCHEMA: Final[Mapping[str, Any]] = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}, "confidence": {"type": "number"}},
+    "required": ["answer"],
+}
+
+
+def _message_item(rng: random.Random, text_format: Mapping[str, Any] | None = None) -> PlannedItem:
+    """A message: filler prose, or with `text.format` `json_schema` / `json_object` a JSON
+    document valid against the schema, drawn as a call's arguments are (PROTOCOL.md §3.4)."""
+    kind = text_format.get("type") if text_format is not None else None
+    if kind in ("json_schema", "json_object"):
+        schema = text_format.get("schema") if text_format is not None else None
+        if kind == "json_object" or not isinstance(schema, Mapping):
+            schema = _JSON_OBJECT_SCHEMA
+        try:
+            document = synthesize_arguments(schema, rng)
+        except UnsatisfiableSchema as exc:
+            raise PlanError(f"text.format: cannot generate a document: {exc}") from None
+        return PlannedItem(
+            kind="message",
+            pieces=exact_split(_ARGUMENTS_JSON.encode(document)),
+            pieces_resplit=True,
+        )
     n = _lognormal_tokens(rng, MESSAGE_MEDIAN_TOKENS, MESSAGE_SIGMA, MESSAGE_MAX_TOKENS)
     pieces, resplit = filler_pieces_checked(n, rng)
     return PlannedItem(kind="message", pieces=pieces, pieces_resplit=resplit, pool_text=True)

@@ -7,8 +7,10 @@ ordinary HTTP errors with an `{"error": {...}}` body.
 
 Routes below `/v1/responses` (`/v1` optional): the collection itself (POST creates; a GET
 without `Upgrade` is 426, PROTOCOL.md §1.1), the reserved segments (`compact`), and
-`/{response_id}`. A reserved segment is an endpoint, never an id: `GET /v1/responses/compact`
-is 405, not a lookup of a response named "compact".
+`/{response_id}` (GET; with `?stream=true&starting_after=N` for a background response) and
+`/{response_id}/cancel` (POST, background responses: `runtime/background.py`). A reserved
+segment is an endpoint, never an id: `GET /v1/responses/compact` is 405, not a lookup of a
+response named "compact".
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import contextlib
 import re
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -28,10 +31,12 @@ from harness.protocol.events import Event
 from harness.protocol.requests import CreateRequest, InvalidRequest, parse_compact, parse_create
 from harness.transport.h11_loop import H11Event, next_h11_event, read_within
 from harness.transport.sse_wire import encode_events
+from reference_server.front.api_headers import api_headers
 from reference_server.front.auth import KeyRing
 from reference_server.front.connection import StampedStreamProtocol
 from reference_server.pipeline.outbox import Send
 from reference_server.pipeline.refusals import RequestRefused
+from reference_server.runtime.background import BackgroundRun
 from reference_server.runtime.logs import connection_id
 from reference_server.runtime.services import Services
 from reference_server.runtime.turn import TurnContext, TurnRunner
@@ -39,6 +44,7 @@ from reference_server.runtime.turn import TurnContext, TurnRunner
 _HTTP_VERSIONS = (b"1.0", b"1.1")
 _RESPONSES_PATH = re.compile(r"^(?:/v1)?/responses(?:/(?P<rest>.*))?$")
 _RESPONSE_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+_CANCEL = re.compile(r"(?P<id>[A-Za-z0-9_.-]{1,128})/cancel")  # a background response's
 #: Segments after `/responses` that name an endpoint (the API's), never a response id.
 RESERVED_SEGMENTS = frozenset({"compact"})
 KEEP_ALIVE_TIMEOUT_S = 5.0
@@ -76,6 +82,7 @@ class HttpConnection:
         self.busy = False  # handling a request (a drain waits for it)
         self.connection_id = connection_id("http")
         self._declared_length = 0  # the current request's Content-Length (0: none or chunked)
+        self._started_at = time.perf_counter()  # the current request's head was read
 
     async def serve(self) -> None:
         try:
@@ -171,6 +178,7 @@ class HttpConnection:
     # -- routing --------------------------------------------------------------------------
     async def _handle(self, request: h11.Request) -> None:
         self._declared_length = _content_length(request)
+        self._started_at = time.perf_counter()
         try:
             await self._route(request)
         except _TooLarge:
@@ -191,7 +199,8 @@ class HttpConnection:
             await self._error(error, close=True)
             return
         method = request.method.decode("ascii", "replace")
-        path = request.target.decode("ascii", "replace").split("?", 1)[0]
+        path, _, query_text = request.target.decode("ascii", "replace").partition("?")
+        query = dict(urllib.parse.parse_qsl(query_text))
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers}
         if path == "/healthz" and method == "GET":
             await self._drain_body()
@@ -210,8 +219,12 @@ class HttpConnection:
             return
         matched = _RESPONSES_PATH.match(path)
         rest = matched["rest"] if matched else None
+        cancel = _CANCEL.fullmatch(rest) if rest is not None else None
         if matched is None or (
-            rest is not None and rest not in RESERVED_SEGMENTS and not _RESPONSE_ID.fullmatch(rest)
+            rest is not None
+            and rest not in RESERVED_SEGMENTS
+            and not _RESPONSE_ID.fullmatch(rest)
+            and cancel is None
         ):
             await self._drain_body()
             await self._error(
@@ -224,11 +237,16 @@ class HttpConnection:
             await self._error(errors.upgrade_required(), extra=_UPGRADE_HEADERS)
         elif rest == "compact" and method == "POST":
             await self._compact(tenant)
-        elif rest is not None and rest not in RESERVED_SEGMENTS and method == "GET":
+        elif cancel is not None and method == "POST":
             await self._drain_body()
-            await self._retrieve(tenant, rest)
+            await self._cancel(tenant, cancel["id"])
+        elif rest is not None and rest not in RESERVED_SEGMENTS and not cancel and method == "GET":
+            await self._drain_body()
+            await self._retrieve(tenant, rest, query)
         else:
-            allowed = "POST" if rest in RESERVED_SEGMENTS else "GET" if rest else "GET, POST"
+            allowed = (
+                "POST" if rest in RESERVED_SEGMENTS or cancel else "GET" if rest else "GET, POST"
+            )
             await self._drain_body()
             await self._error(
                 ApiError(
@@ -244,7 +262,26 @@ class HttpConnection:
         if self.h11.their_state is h11.SEND_BODY:
             await self._read_body()
 
-    async def _retrieve(self, tenant: str, response_id: str) -> None:
+    async def _retrieve(self, tenant: str, response_id: str, query: dict[str, str]) -> None:
+        """`GET /v1/responses/{id}`: a background run's latest state (or its events after
+        `starting_after` with `stream=true`), else the stored response."""
+        run = self.services.background.get(tenant, response_id)
+        if query.get("stream") == "true":
+            after = query.get("starting_after", "-1")
+            if run is None or not after.lstrip("-").isdigit():
+                await self._error(
+                    errors.invalid_request(
+                        "Only background responses can be streamed, from an integer "
+                        "'starting_after'.",
+                        param="stream" if run is None else "starting_after",
+                    )
+                )
+                return
+            await self._stream_run(run, int(after))
+            return
+        if run is not None:
+            await self._json(200, run.response)
+            return
         record = await self.services.persistence.get(tenant, response_id)
         if record is None:
             await self._error(
@@ -295,12 +332,60 @@ class HttpConnection:
             return
         await self._json(200, compacted)
 
+    async def _cancel(self, tenant: str, response_id: str) -> None:
+        """`POST /v1/responses/{id}/cancel`: a background run stops (`cancelled`); one that
+        has ended is answered as it ended [I]."""
+        response = await self.services.background.cancel(tenant, response_id)
+        if response is not None:
+            await self._json(200, response)
+            return
+        stored = await self.services.persistence.get(tenant, response_id)
+        message = (
+            "Only background responses can be cancelled."
+            if stored is not None
+            else f"No response found with id '{response_id}'."
+        )
+        status = 400 if stored is not None else 404
+        await self._error(ApiError(status, "invalid_request_error", None, message, "response_id"))
+
+    async def _stream_run(self, run: BackgroundRun, after: int) -> None:
+        """A background run's events after sequence number `after`, as SSE, to its end."""
+        self.writer.write(self.h11.send(h11.Response(status_code=200, headers=self._sse_head())))
+        async for events in run.follow(after):
+            await self._write(self.h11.send(h11.Data(data=encode_events(events))))
+        await self._write_last(self.h11.send(h11.EndOfMessage()))
+
+    def _sse_head(self) -> list[tuple[str, str]]:
+        return [
+            ("content-type", "text/event-stream"),
+            ("cache-control", "no-cache"),
+            *api_headers(self._started_at),
+        ]
+
+    async def _create_background(self, request: CreateRequest, ctx: TurnContext) -> None:
+        """`background: true` (PROTOCOL.md §5.5): answered once the response is queued; the
+        turn runs on whatever this request does next."""
+        try:
+            run = await self.services.background.start(
+                ctx.tenant, request, lambda send: self.runner.run(request, ctx, send)
+            )
+        except RequestRefused as refused:
+            await self._error(refused.error)
+            return
+        if request.stream:
+            await self._stream_run(run, -1)
+        else:
+            await self._json(200, run.events[0]["response"])
+
     async def _create(self, tenant: str) -> None:
         read = await self._read_request(lambda payload: parse_create(payload, transport="http"))
         if read is None:
             return
         request, size, received_at = read
         ctx = TurnContext("http", tenant, None, received_at, size, connection_id=self.connection_id)
+        if request.background:
+            await self._create_background(request, ctx)
+            return
         started = False
 
         async def send_sse(*events: Event) -> None:
@@ -308,15 +393,7 @@ class HttpConnection:
             if not started:
                 started = True
                 self.writer.write(
-                    self.h11.send(
-                        h11.Response(
-                            status_code=200,
-                            headers=[
-                                ("content-type", "text/event-stream"),
-                                ("cache-control", "no-cache"),
-                            ],
-                        )
-                    )
+                    self.h11.send(h11.Response(status_code=200, headers=self._sse_head()))
                 )
             await self._write(self.h11.send(h11.Data(data=encode_events(events))))
 
@@ -379,6 +456,7 @@ class HttpConnection:
         headers = [
             ("content-type", content_type),
             ("content-length", str(len(body))),
+            *api_headers(self._started_at),
             *(extra or []),
         ]
         data = self.h11.send(h11.Response(status_code=status, headers=headers))

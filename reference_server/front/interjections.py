@@ -50,7 +50,8 @@ _MESSAGES = {
     "response_not_found": "No response with id {id} on this connection.",
     "response_already_completed": "Response {id} has finished; it takes no more input.",
     "response_not_active": "Response {id} is no longer accepting input.",
-    "steering_not_supported": "Steering is supported for single-agent responses only.",
+    "steering_not_supported": "Response {id} does not support steering (multi-agent, or created "
+    "with context_management compaction).",
     "too_many_pending_steers": "Too much steering input is pending for response {id}.",
     "successor_creation_failed": "The successor of response {id} could not be created: {why}",
 }

@@ -90,6 +90,7 @@ class Unreadable:
 
     error: ApiError
     stream_id: str | None = None
+    previous_id: str | None = None  # a refused continuation still evicts its parent (§5.1)
 
 
 def read_frame(
@@ -108,7 +109,10 @@ def read_frame(
     try:
         return parse_create(body, transport=transport)
     except InvalidRequest as exc:
-        return Unreadable(exc.error, _lane_of(body))
+        previous = body.get("previous_response_id")
+        return Unreadable(
+            exc.error, _lane_of(body), previous if isinstance(previous, str) else None
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +286,8 @@ class WebSocketSession:
             return False
         request = read_frame(message, self.accepted, self.hooks.create_transport)
         if isinstance(request, Unreadable):
+            if request.previous_id is not None:
+                self._evict_refused(request.previous_id, request.stream_id)
             await self.send_error(request.error, request.stream_id)
             return True
         if not isinstance(request, CreateRequest):  # a steer or inject: at once, never queued
@@ -406,6 +412,7 @@ class WebSocketSession:
             return False
         except Exception:  # a bug must cost one response, not the lane: its worker lives on
             log.exception("response failed inside the server (connection %s)", self.connection_id)
+            self.runner.evict_parent(pending.request.previous_response_id, lane.cache)  # a 5xx
             await self.send_error(errors.server_error(), pending.request.stream_id)
         return True
 
@@ -434,6 +441,13 @@ class WebSocketSession:
             except RequestRefused as refused:
                 await self.interjections.successor_failed(successor, refused.error)
                 return
+
+    def _evict_refused(self, previous_id: str, stream_id: str | None) -> None:
+        """A create refused as it is read is a failed turn too: its parent leaves the lane's
+        cache, as it does for a refusal in the pipeline (PROTOCOL.md §5.1)."""
+        lane = self.lanes.get(stream_id)
+        if lane is not None:
+            self.runner.evict_parent(previous_id, lane.cache)
 
     # -- writing --------------------------------------------------------------------------
     async def send(self, *events: Event) -> None:

@@ -70,7 +70,7 @@ async def compact(
     prepared: PreparedTurn, engine: Engine, seed: Seed, prefix_cache: PrefixCache
 ) -> dict[str, Any]:
     """The compacted response of a prepared (resolved, validated, rendered) request."""
-    cached_tokens = prefix_cache.match(prepared.prompt.item_keys)  # not a turn's: not counted
+    cached_tokens = prefix_cache.match(prepared.prompt.cache_keys)  # not a turn's: not counted
     output = compacted_window(prepared.items)
     sealed = open_sealed("compaction", output[-1]["encrypted_content"]) or {}
     summary = str(sealed.get("summary", ""))

@@ -55,11 +55,12 @@ def plan_turn(
     *,
     seed: Seed,
     output_limit_tokens: int,
+    cache_min_tokens: int = 0,
 ) -> tuple[GenerationPlan, int]:
     """The engine's plan, and how many prompt tokens its prefix cache holds; raises
     RequestRefused for a request it cannot plan (a bad script)."""
     prompt_tokens = prompt.token_count
-    cached_tokens = prefix_cache.lookup(prompt.item_keys, prompt_tokens)
+    cached_tokens = prefix_cache.lookup(prompt.cache_keys, prompt_tokens, cache_min_tokens)
     try:
         if not request.generate:  # a warm-up: no output, the prompt is prefilled
             plan = engine.plan(
@@ -78,6 +79,7 @@ def plan_turn(
             reasoning_effort=request.reasoning_effort,
             script=request.script,
             answer_after_calls=request.multi_agent,  # its agent resumes once they are answered
+            text_format=request.text.get("format"),
         )
     except PlanError as exc:
         raise RequestRefused(errors.invalid_request(str(exc), param="wsmode.script")) from None
@@ -87,6 +89,9 @@ def plan_turn(
 def keep_prefill(prefix_cache: PrefixCache, prompt: Prompt, cached_tokens: int) -> int:
     """The prompt is prefilled now: its KV prefix is reusable. Returns the prompt tokens this
     added to the prefix cache (the usage's `cache_write_tokens`)."""
+    if prompt.blocks is not None:  # every new block: a later prompt may share any of them
+        prompt.blocks.insert_into(prefix_cache, cached_tokens // prompt.blocks.block_tokens)
+        return prompt.token_count - cached_tokens
     if not prompt.item_keys:
         return 0
     prefix_cache.insert(prompt.item_keys[-1], prompt.token_count)

@@ -68,8 +68,10 @@ class LiveResponse:
         max_pending_steers: int,
         required_input_timeout_s: float,
         prefill_s: Callable[[Sequence[dict[str, Any]]], float] | None = None,
+        compaction: bool = False,
     ) -> None:
         self.emitter = emitter
+        self.compaction = compaction  # created with context_management compaction
         self.prefill_s = prefill_s  # what reading committed outputs costs before resuming
         self.out = out
         self.multi_agent = multi_agent
@@ -104,8 +106,10 @@ class LiveResponse:
         """The steer.failed code if this response cannot take a steer now; None: it can."""
         if self.finished:
             return "response_already_completed"
-        if self.multi_agent:
-            return "steering_not_supported"  # "supported only for single-agent responses"
+        if self.multi_agent or self.compaction:
+            # "supported only for single-agent responses"; responses with context_management
+            # compaction "do not support steering" (the steering guide)
+            return "steering_not_supported"
         if len(self.steers) >= self.max_pending_steers:
             return "too_many_pending_steers"
         return None

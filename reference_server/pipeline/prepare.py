@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Protocol
 
 from harness.protocol import errors
@@ -37,7 +38,7 @@ from reference_server.pipeline.resolve import Resolved
 from reference_server.pipeline.stages import StageLog
 from reference_server.state.chain_seq import ChainSeq
 from reference_server.state.conversation import Conversation
-from reference_server.state.prefix import chain_keys
+from reference_server.state.prefix import BlockKeys, chain_keys
 from reference_server.state.render import Rendering, render_full, render_prefix
 from reference_server.state.route import Route, resolve_route
 from reference_server.state.safety import SafetyState, classify_input
@@ -64,6 +65,12 @@ class Prompt:
     rendering: Rendering  # the rendered items of the whole chain
     item_keys: Sequence[int]  # one chained prefix key per rendered item
     rendered_tokens: int  # tokens this turn actually rendered (what it is charged for)
+    blocks: BlockKeys | None = None  # the token blocks (the API's block model), else None
+
+    @property
+    def cache_keys(self) -> Sequence[int]:
+        """What the prefix cache matches: token blocks, or whole items (the old model)."""
+        return self.blocks.keys if self.blocks is not None else self.item_keys
 
     @property
     def token_count(self) -> int:
@@ -116,6 +123,7 @@ def prepare(
     switches: Switches,
     context_window_tokens: int,
     drop_context: bool = False,
+    cache_block_tokens: int = 0,
 ) -> PreparedTurn:
     """Render, validate, fit, screen and route, each once; raises RequestRefused (SafetyBlock
     for flagged input). `drop_context` (a fault): the parent is resolved, its context unused."""
@@ -126,6 +134,7 @@ def prepare(
         tenant,
         render_cache=switches.render_cache,
         stages=stages,
+        cache_block_tokens=cache_block_tokens,
     )
     checked = CheckedItems.of(parent, request.input, incremental=switches.incremental_checks)
     validation = validate_input(checked, prompt.rendering, stages)
@@ -147,6 +156,7 @@ def render_prompt(
     *,
     render_cache: bool,
     stages: StageLog,
+    cache_block_tokens: int = 0,
 ) -> Prompt:
     """The render stage: charged for the tokens it rendered."""
     started = time.perf_counter()
@@ -168,9 +178,17 @@ def render_prompt(
         keys = chain_keys(root, new_chunks, cached.item_keys)
     else:
         keys = chain_keys(root, rendering.chunks)
+    blocks = None
+    if cache_block_tokens > 0:
+        if cached is not None and cached.blocks is not None and cached.prefix_root == root:
+            new_tokens = chain.from_iterable(rendering.chunks.tail(len(cached.item_keys)))
+            blocks = cached.blocks.extended(new_tokens)
+        else:  # the prefix's tokens lead the stream: a shared system prompt is a shared prefix
+            start = BlockKeys.start(hash(tenant), cache_block_tokens)
+            blocks = start.extended(chain(prefix, chain.from_iterable(rendering.chunks)))
     stages.took("tokenize", started)
     stages.charge("tokenize", rendered_tokens)
-    return Prompt(prefix, root, rendering, keys, rendered_tokens)
+    return Prompt(prefix, root, rendering, keys, rendered_tokens, blocks)
 
 
 def _resends_prefix(parent: Conversation, request: CreateRequest) -> bool:

@@ -9,6 +9,7 @@ output is in the KV cache too, so its prefix key goes into the engine's prefix c
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain
 from typing import Any
 
 from harness.protocol import wire
@@ -36,7 +37,9 @@ def remember(
     splits none of them again."""
     known_pieces = resplit_texts(plan.items)
     entry = next_entry(prepared, tenant, tuple(output), response, known_pieces)
-    if entry.item_keys:  # decoded output is in the KV cache too
+    if entry.blocks is not None and prepared.prompt.blocks is not None:  # the output's blocks
+        entry.blocks.insert_into(prefix_cache, len(prepared.prompt.blocks.keys))
+    elif entry.item_keys:  # decoded output is in the KV cache too
         prefix_cache.insert(entry.item_keys[-1], len(entry.prefix) + entry.rendering.token_count)
     for _ in range(cache.replace(entry)):
         metrics.inc("wsmode_cache_evictions_total", reason="replaced")
@@ -71,4 +74,7 @@ def next_entry(
         tenant=tenant,
         store=request.store,
         size_bytes=parent_size + new_size,
+        blocks=None
+        if prompt.blocks is None
+        else prompt.blocks.extended(chain.from_iterable(new_chunks)),
     )

@@ -99,6 +99,7 @@ def new_response(
         # "auto" resolves to the tier that ran the request (the recorded responses say "default")
         service_tier="default" if request.service_tier in (None, "auto") else request.service_tier,
         user=request.user,
+        background=request.background,
     )
 
 

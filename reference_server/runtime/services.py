@@ -14,6 +14,7 @@ from reference_server.engine.engine import Engine
 from reference_server.hooks.server_hooks import ServerHooks
 from reference_server.pipeline.admission import TurnAdmission
 from reference_server.pipeline.inference import pool_passes_output_screen
+from reference_server.runtime.background import BackgroundRuns
 from reference_server.runtime.metrics import ServerMetrics
 from reference_server.state.conversation import Conversation
 from reference_server.state.prefix import PrefixCache
@@ -35,6 +36,7 @@ class Services:
     hooks: ServerHooks = field(default_factory=ServerHooks)
     # Only the `shared-cache` fault uses this: one cache for every connection (a bug on purpose).
     shared_cache: ResponseCache[Conversation] | None = None
+    background: BackgroundRuns = field(default_factory=BackgroundRuns)  # background: true
     draining: bool = False  # SIGTERM: new creates are refused, in-flight ones finish
     # Every live connection cache, for the cache gauges (a closed connection's drops out).
     live_caches: weakref.WeakSet[ResponseCache[Conversation]] = field(

@@ -98,6 +98,10 @@ class TurnRunner:
         self.optimizations = services.config.optimizations
         self.hooks = services.hooks
         self.faults = services.hooks.faults
+        profile = services.profile  # the whole-item model (block 0) has no minimum
+        self._cache_min_tokens = (
+            int(profile.prompt_cache_min_tokens) if profile.prompt_cache_block_tokens > 0 else 0
+        )
         self.post_inference = PostInference(
             services.persistence, services.profile, services.metrics, services.config.workers
         )
@@ -110,6 +114,7 @@ class TurnRunner:
         seed = Seed.of(request)  # the request's own: hashed the first time a stream is drawn
         stages = StageLog.of_request(self.services.engine, ctx.request_bytes, seed)
         if request.multi_agent and (ctx.live is None or not self.config.multi_agent):
+            self._evict_parent(request, ctx)
             raise RequestRefused(
                 errors.invalid_request(
                     "Multi-agent responses are not enabled on this server"
@@ -167,23 +172,37 @@ class TurnRunner:
             switches=self.optimizations,
             context_window_tokens=self.config.limits.context_window_tokens,
             drop_context=self.faults.drop_context,  # the fault: the parent resolved, unused
+            cache_block_tokens=int(services.profile.prompt_cache_block_tokens),
         )
 
     def _turn_cache(self, ctx: TurnContext) -> TurnCache:
+        return self._cache_of(ctx.cache, ctx.forks)
+
+    def _cache_of(
+        self,
+        cache: ResponseCache[Conversation] | None,
+        forks: tuple[ResponseCache[Conversation], ...] = (),
+    ) -> TurnCache:
         shared = self.services.shared_cache
-        own = None if ctx.cache is None else shared if shared is not None else ctx.cache
+        own = None if cache is None else shared if shared is not None else cache
         return TurnCache(
             own,
-            ctx.forks,
+            forks,
             enabled=self.optimizations.connection_cache,
             refresh_on_read=not self.faults.cache_fifo,
         )
 
     def _evict_parent(self, request: CreateRequest, ctx: TurnContext) -> None:
-        """A failed turn evicts the parent it referenced (PROTOCOL.md §5.1)."""
-        if request.previous_response_id is None or self.faults.no_failure_eviction:
+        self.evict_parent(request.previous_response_id, ctx.cache)
+
+    def evict_parent(
+        self, previous_id: str | None, cache: ResponseCache[Conversation] | None
+    ) -> None:
+        """A failed turn evicts the parent it referenced, whatever refused it: the parse, a
+        stage, the engine (PROTOCOL.md §5.1: "If a turn fails (4xx or 5xx)")."""
+        if previous_id is None or self.faults.no_failure_eviction:
             return
-        if self._turn_cache(ctx).evict(request.previous_response_id):
+        if self._cache_of(cache).evict(previous_id):
             self.services.metrics.inc("wsmode_cache_evictions_total", reason="failed_turn")
 
     # -- the engine and the events --------------------------------------------------------
@@ -234,6 +253,7 @@ class TurnRunner:
             emitter,
             out,
             multi_agent=request.multi_agent,
+            compaction=request.compaction,
             max_pending_steers=limits.max_pending_steers,
             required_input_timeout_s=limits.required_input_timeout_s,
             prefill_s=None if profile.is_zero else prefill_s,
@@ -263,6 +283,7 @@ class TurnRunner:
                 services.prefix_cache,
                 seed=seed,
                 output_limit_tokens=self.config.limits.max_output_tokens,
+                cache_min_tokens=self._cache_min_tokens,
             )
         except RequestRefused:
             self._evict_parent(request, ctx)

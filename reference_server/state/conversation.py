@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reference_server.state.prefix import BlockKeys
 from reference_server.state.render import Rendering
 from reference_server.state.route import Route
 from reference_server.state.safety import SafetyState
@@ -35,6 +36,7 @@ class Conversation:
     tenant: str
     store: bool
     size_bytes: int
+    blocks: BlockKeys | None = None  # the token blocks of prompt + output (the block model)
 
     @property
     def response_id(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from reference_server.state.chain_seq import ChainSeq
@@ -61,9 +62,10 @@ class PrefixCache:
                 return tokens
         return 0
 
-    def lookup(self, keys: Sequence[int], prompt_tokens: int) -> int:
-        """`match` for a turn's prompt of `prompt_tokens` tokens, counted."""
-        hit = self.match(keys)
+    def lookup(self, keys: Sequence[int], prompt_tokens: int, min_tokens: int = 0) -> int:
+        """`match` for a turn's prompt of `prompt_tokens` tokens under the minimum rule,
+        counted."""
+        hit = cached_by_rule(self.match(keys), min_tokens)
         self.queried_tokens += prompt_tokens
         self.hit_tokens += hit
         return hit
@@ -73,3 +75,49 @@ class PrefixCache:
         self._keys.move_to_end(key)
         if len(self._keys) > self.max_keys:
             self._keys.popitem(last=False)
+
+
+# The API's prompt-cache rules (PROTOCOL.md §5.6): a prompt's cached tokens are its longest
+# cached token prefix, counted in 128-token blocks, and 0 below 1,024 tokens.
+API_BLOCK_TOKENS: Final = 128
+API_MIN_CACHED_TOKENS: Final = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class BlockKeys:
+    """Chained keys of a token stream's full blocks (key_b covers tokens 0..(b+1)*block), and
+    the tokens after the last full block. Extending it hashes only the new tokens, so a
+    continuation keys its new items alone, as the item keys do."""
+
+    root: int
+    block_tokens: int
+    keys: ChainSeq[int]
+    tail: tuple[int, ...] = ()
+
+    @classmethod
+    def start(cls, root: int, block_tokens: int) -> BlockKeys:
+        return cls(root, block_tokens, ChainSeq())
+
+    def extended(self, tokens: Iterable[int]) -> BlockKeys:
+        buffer = [*self.tail, *tokens]
+        size = self.block_tokens
+        full = len(buffer) // size
+        previous = self.keys[-1] if self.keys else self.root
+        new_keys = []
+        for block in range(full):
+            previous = hash((previous, tuple(buffer[block * size : (block + 1) * size])))
+            new_keys.append(previous)
+        return BlockKeys(
+            self.root, size, self.keys.extended(new_keys), tuple(buffer[full * size :])
+        )
+
+    def insert_into(self, cache: PrefixCache, from_block: int = 0) -> None:
+        """Put blocks `from_block`.. in the prefix cache: each stands for its whole prefix."""
+        size = self.block_tokens
+        for index in range(max(0, from_block), len(self.keys)):
+            cache.insert(self.keys[index], (index + 1) * size)
+
+
+def cached_by_rule(matched_tokens: int, min_tokens: int) -> int:
+    """What usage reports of a matched prefix: nothing below the API's minimum."""
+    return matched_tokens if matched_tokens >= min_tokens else 0

@@ -17,6 +17,7 @@ GATED = {
     "2.2.steer.pending": "steer",
     "2.2.steer.failures": "steer",
     "2.2.steer.in-flight": "steer",
+    "2.2.steer.compaction-refused": "steer",
     "2.2.inject.waiting": "multi_agent",
     "2.2.inject.atomic": "multi_agent",
     "2.2.inject.unknown-target": "multi_agent",

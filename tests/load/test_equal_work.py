@@ -31,7 +31,7 @@ def prefix_cached(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Referenc
 def _load(server: ReferenceServer, out: Path, modes: str, *extra: str) -> dict[str, Any]:
     argv = ["load", "--target", server.ws_url, "--modes", modes, "--out", str(out)]
     argv += ["--requests", "6", "--concurrency", "2", "--processes", "1", "--label", modes]
-    argv += ["--input-tokens", "24", "--output-tokens", "4", *extra]
+    argv += ["--input-tokens", "24", "--output-tokens", "16", *extra]
     assert cli_main(argv) == 0
     (path,) = (out / "load").rglob(f"*{modes.replace(',', '-')}*.json")
     return load_result(path)
@@ -60,8 +60,11 @@ def test_two_load_runs_in_either_mode_order_do_the_same_work(
             assert tokens["cached_share"] == 0.0 and tokens["session_cache_hit_median"] == 0.0
     assert first["config"]["run_seed"] != second["config"]["run_seed"]
     assert "cached share 0%" in capsys.readouterr().out
-    # the control: the cache is there, and an explicitly shared prefix finds it
-    shared = _load(prefix_cached, tmp_path / "c", "ws", "--prefix-share", "1")
+    # the control: the cache is there, and an explicitly shared prefix finds it (a prompt over
+    # the API's 1,024-token cache minimum: the later --input-tokens wins)
+    shared = _load(
+        prefix_cached, tmp_path / "c", "ws", "--prefix-share", "1", "--input-tokens", "2048"
+    )
     assert shared["workload"]["shape"]["prefix_share"] == 1.0
     assert shared["load"]["tokens"]["ws"]["cached_share"] > 0.5
 

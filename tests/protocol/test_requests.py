@@ -50,7 +50,23 @@ def test_warmup_and_empty_continuation_are_accepted() -> None:
         ({"model": "m", "input": 3}, ("invalid_type", "input")),
         ({"model": "m", "input": "x", "stream_id": ""}, ("invalid_stream_id", "stream_id")),
         ({"model": "m", "input": "x", "stream_id": "a b"}, ("invalid_stream_id", "stream_id")),
-        ({"model": "m", "input": "x", "max_output_tokens": 0}, (None, "max_output_tokens")),
+        (
+            {"model": "m", "input": "x", "max_output_tokens": 0},
+            ("integer_below_min_value", "max_output_tokens"),
+        ),
+        (
+            {"model": "m", "input": "x", "max_output_tokens": 15},
+            ("integer_below_min_value", "max_output_tokens"),
+        ),
+        (
+            {"model": "m", "input": "x", "conversation": "conv_1", "previous_response_id": "r"},
+            ("invalid_value", "previous_response_id"),
+        ),
+        (
+            {"model": "m", "input": "x", "conversation": {"id": "conv_1"}},
+            ("not_found", "conversation"),
+        ),
+        ({"model": "m", "input": "x", "conversation": 3}, ("invalid_type", "conversation")),
         ({"model": "m", "input": "x", "tool_choice": "sometimes"}, (None, "tool_choice")),
         (
             {"model": "m", "input": "x", "tool_choice": {"type": "function", "name": "f"}},

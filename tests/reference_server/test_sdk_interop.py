@@ -32,7 +32,8 @@ def until_terminal(connection: Any) -> tuple[list[str], Any]:
 def test_warmup_then_continuation_with_only_new_items(server: ReferenceServer) -> None:
     client = client_for(server)
     with client.responses.connect() as connection:
-        connection.response.create(model="m", input="You are helpful.", store=False, generate=False)
+        system = "You are helpful and brief. " * 300  # over the API's 1,024-token cache minimum
+        connection.response.create(model="m", input=system, store=False, generate=False)
         types, warm = until_terminal(connection)
         assert types == ["response.created", "response.in_progress", "response.completed"]
         assert warm.response.output == []
@@ -46,8 +47,9 @@ def test_warmup_then_continuation_with_only_new_items(server: ReferenceServer) -
         assert "response.output_text.delta" in types
         text = done.response.output[0].content[0].text
         assert text and done.response.usage.output_tokens > 0
-        # The warm-up's prompt is reused: cached tokens cover at least the first message.
-        assert done.response.usage.input_tokens_details.cached_tokens > 0
+        # The warm-up's prompt is reused, counted in the API's 128-token blocks.
+        cached = done.response.usage.input_tokens_details.cached_tokens
+        assert cached >= 1024 and cached % 128 == 0
 
 
 def test_function_call_round_trip(server: ReferenceServer) -> None:

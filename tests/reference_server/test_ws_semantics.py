@@ -122,6 +122,28 @@ def test_failed_continuation_evicts_its_parent(server: ReferenceServer) -> None:
     with_client(server, body)
 
 
+@pytest.mark.parametrize(
+    ("refused", "code"),
+    [
+        ({"temperature": "hot"}, "invalid_type"),  # refused as the frame is parsed
+        ({"max_output_tokens": 5}, "integer_below_min_value"),
+        ({"multi_agent": {"enabled": True}}, "unsupported_parameter"),  # refused by the turn
+    ],
+)
+def test_a_continuation_refused_at_any_point_evicts_its_parent(
+    server: ReferenceServer, refused: dict[str, Any], code: str
+) -> None:
+    async def body(client: WsClient) -> None:
+        parent = await completed(client, {"model": "m", "input": "hi", "store": False})
+        continuation = {"model": "m", "input": [user("go")], "previous_response_id": parent["id"]}
+        error = await request_error(client, continuation | {"store": False} | refused)
+        assert error.code == code
+        retry = await request_error(client, continuation | {"store": False})
+        assert retry.code == "previous_response_not_found"
+
+    with_client(server, body)
+
+
 def test_only_the_most_recent_response_is_cached_by_default(server: ReferenceServer) -> None:
     async def body(client: WsClient) -> None:
         first = await completed(client, {"model": "m", "input": "one", "store": False})

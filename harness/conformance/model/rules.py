@@ -49,7 +49,21 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     # requests (§2.1)
     "request.stream_ignored": ("MUST", "stream:true is accepted and ignored over WebSocket"),
     "request.unknown_fields": ("MUST", "unknown create fields (client_metadata) are tolerated"),
-    "request.background_rejected": ("MUST", "background:true is refused over WebSocket"),
+    "request.background_rejected": (
+        "SHOULD",
+        "background:true is refused over WebSocket (the docs say it is not supported; that it "
+        "is refused with an error, not ignored, is inferred)",
+    ),
+    "request.max_output_minimum": (
+        "SHOULD",
+        "max_output_tokens below 16 is refused with 400 integer_below_min_value (the live API's "
+        "answer as reported from api.openai.com and Azure; no document states the minimum)",
+    ),
+    "request.conversation_exclusive": (
+        "MUST",
+        "conversation with previous_response_id is refused with a 400, not resolved as a parent "
+        "(openai-python: previous_response_id 'cannot be used in conjunction with conversation')",
+    ),
     "request.error_socket_open": ("MUST", "a request-scoped error keeps the socket usable"),
     "request.malformed_json": ("MUST", "a frame that is not JSON gets an error event"),
     "request.unknown_type": ("MUST", "an unknown client event type gets an error event"),
@@ -107,6 +121,16 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     "cache.hydrate": ("MUST", "a store=true id resolves from anywhere (hydration)"),
     "cache.most_recent": ("MUST", "the most recent response is always continuable"),
     "cache.failure_evicts": ("MUST", "a failed continuation evicts its parent"),
+    "cache.every_failure_evicts": (
+        "MUST",
+        "a continuation refused for any cause (a wrong field type, a bad value, an invalid item) "
+        "evicts its parent: 'If a turn fails (4xx or 5xx)'",
+    ),
+    "cache.block_rule": (
+        "SHOULD",
+        "usage's cached_tokens is 0 under 1,024 prompt tokens and otherwise 0 or a multiple of 128 "
+        "(OpenAI's prompt-caching guide; every recorded api.openai.com and Azure value)",
+    ),
     "cache.lru": ("MUST", "a declared depth-N cache evicts the least recently used entry"),
     "cache.depth": ("MUST", "a declared depth-N cache keeps the N most recent responses"),
     "cache.bytes": ("SHOULD", "a declared byte bound evicts older entries when exceeded"),
@@ -151,6 +175,29 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
     "sse.content_type": ("MUST", "a streaming POST answers 200 text/event-stream"),
     "sse.event_name": ("SHOULD", "each SSE block's event: line equals its data's type"),
     "sse.no_done": ("SHOULD", "SSE streams end after the terminal, without [DONE]"),
+    "output.structured": (
+        "SHOULD",
+        "with text.format json_schema (strict) the reply's text parses as JSON valid against the "
+        "schema, with json_object as a JSON object (the structured-outputs guide; clients parse "
+        "it)",
+    ),
+    "http.background": (
+        "SHOULD",
+        "POST /responses with background:true answers at once (queued or in_progress, "
+        "background:true), GET polls it to its end, ?stream=true&starting_after=N resumes its "
+        "events after N, POST /responses/{id}/cancel answers its state (the background guide; "
+        "recorded openai-dotnet and pydantic-ai sessions)",
+    ),
+    "http.request_id": (
+        "SHOULD",
+        "every HTTP answer carries x-request-id (req_...), as every recorded api.openai.com "
+        "answer does; openai-python reads it into _request_id",
+    ),
+    "http.api_headers": (
+        "MAY",
+        "HTTP answers carry openai-processing-ms and the x-ratelimit-* budgets, as recorded "
+        "api.openai.com answers do",
+    ),
     "http.json_response": ("MUST", "a non-streaming POST returns the Response object"),
     "http.retrieve": ("MUST", "GET /responses/{id} returns a stored response"),
     "http.error_shape": ("MUST", "HTTP errors are {error: {type, code, message, param}}"),
@@ -226,6 +273,11 @@ HARNESS_RULES: Final[dict[str, tuple[RequirementLevel, str]]] = {
         "MUST",
         "response.steer.pending names the calls the response stopped for (required_input) and "
         "the explicit continuation answering them completes",
+    ),
+    "steer.compaction_refused": (
+        "MUST",
+        "a steer on a response created with context_management compaction is refused "
+        "(response.steer.failed): the steering guide says such responses do not support steering",
     ),
     "steer.failed": (
         "MUST",

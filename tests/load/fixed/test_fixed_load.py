@@ -174,7 +174,7 @@ def test_shard_merge_is_the_histogram_of_all_values() -> None:
 def test_wsmode_load_against_the_reference_server(tmp_path: Path, capsys: Any) -> None:
     argv = ["load", "--requests", "6", "--concurrency", "2", "--processes", "1"]
     argv += ["--modes", "ws,http-chained", "--turns", "3", "--out", str(tmp_path)]
-    assert cli_main([*argv, "--input-tokens", "32", "--output-tokens", "8"]) == 0
+    assert cli_main([*argv, "--input-tokens", "32", "--output-tokens", "16"]) == 0
     out = capsys.readouterr().out
     assert "TTFT p50" in out and "req/s" in out
     (path,) = tmp_path.glob("load/reference/*.json")
