@@ -1,12 +1,15 @@
 """Returning a closed connection's memory to the operating system.
 
-Measured (issue 42): one connection queueing 165 creates of 3.3 MiB took the server from 36 to
-790 MiB; once it closed, its Python objects were all gone (the live object count back within
-~400 of its start, no session, cache or prefix entry left), yet RSS stayed at 113 MiB, 104 after
-`gc.collect()`. The rest was glibc's: freed chunks kept in the heap and arenas rather than handed
-back. `malloc_trim(0)` returned it (56 MiB). So a connection that held many bytes trims once it
-is gone; small connections never pay for the call. The trim runs in a thread: glibc releases
-the pages there while the event loop goes on (the GIL is dropped during a ctypes call).
+Measured (issue 42, `python bench/ratios/connection_scale.py greedy`): on a fresh server, one
+connection queueing 165 creates of 3.1 MiB over 33 lanes took RSS from 41 to 792 MiB, and 3 s
+after it closed RSS was still 671 MiB. Its Python objects were all gone (no session, lane, cache
+or queued request left alive, `tests/reference_server/front/test_ws_session.py`): the pages
+were glibc's, freed chunks kept in the heap below live small allocations, so `free()` could not
+hand them back. Two things return them: the session drops its queues and caches the moment it
+closes, before its other objects (66 MiB: freed together, the big chunks coalesce and the heap
+shrinks), and `malloc_trim(0)` after such a connection (54 MiB alone, 56 with both). So a
+connection that held many bytes trims once it is gone; small connections never pay for the
+call. The trim runs in a thread (the GIL is dropped during a ctypes call), off the event loop.
 """
 
 from __future__ import annotations
