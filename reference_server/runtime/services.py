@@ -87,4 +87,8 @@ class Services:
         gauges["wsmode_prefix_cache_queries_total"] = lambda: self.prefix_cache.queried_tokens
         gauges["wsmode_prefix_cache_hits_total"] = lambda: self.prefix_cache.hit_tokens
         gauges["wsmode_store_bytes"] = lambda: self.persistence.store.total_bytes
+        policy = self.gc_policy
+        gauges["wsmode_gc_tenure_pause_seconds"] = lambda: policy.longest_tenure_s
+        gauges["wsmode_gc_sweep_pause_seconds"] = lambda: policy.longest_sweep_s
+        gauges["wsmode_memory_trims_total"] = lambda: self.memory_return.trims
         gauges["wsmode_store_materialised_bytes"] = lambda: self.persistence.materialised_bytes
