@@ -6,8 +6,9 @@ after it closed RSS was still 671 MiB. Its Python objects were all gone (no sess
 or queued request left alive, `tests/reference_server/front/test_ws_session.py`): the pages
 were glibc's, freed chunks kept in the heap below live small allocations, so `free()` could not
 hand them back. Two things return them: the session drops its queues and caches the moment it
-closes, before its other objects (66 MiB: freed together, the big chunks coalesce and the heap
-shrinks), and `malloc_trim(0)` after such a connection (54 MiB alone, 56 with both). So a
+closes, before its other objects (66 and 145 MiB in two runs: freed together, more of the big
+chunks coalesce), and `malloc_trim(0)` after such a connection (54 MiB alone, 56-58 with both,
+over three runs). So a
 connection that held many bytes trims once it is gone; small connections never pay for the
 call. The trim runs in a thread (the GIL is dropped during a ctypes call), off the event loop.
 """
