@@ -125,6 +125,7 @@ class ReferenceServer:
         )
         self._ws_server.wrap(self._asyncio_server)
         self.port = self._asyncio_server.sockets[0].getsockname()[1]
+        self.services.gc_policy.start()  # runtime/gc_policy.py: no collection walks the cache
 
     async def drain(self, timeout_s: float | None = None) -> None:
         """SIGTERM: stop accepting, refuse new creates (an error event; the socket stays open),
@@ -175,6 +176,7 @@ class ReferenceServer:
         await asyncio.gather(*self._http_tasks, return_exceptions=True)
         await self.services.persistence.flush()
         self.services.persistence.close()
+        self.services.gc_policy.stop()
         if self._listener is not None:
             self._listener.close_accepted()
 

@@ -103,6 +103,44 @@ class Limits:
     max_pending_per_connection: int = _limit(
         4, "--max-pending", "creates queued behind the one in flight (per lane)", non_negative_int
     )
+    # creates accepted and not yet finished on one connection (running or queued, every lane),
+    # in frame bytes: the count bounds alone let one connection hold 32 lanes x 5 x 4 MiB
+    max_pending_bytes_per_connection: int = _limit(
+        16 * 1024 * 1024,
+        "--max-pending-bytes",
+        "bytes of creates running or queued on one connection, over all its lanes (one create "
+        "is always taken)",
+    )
+    # the response caches of all of one connection's lanes together (each lane's own bound is
+    # the cache policy's); over it the largest other lane gives up its oldest entries
+    max_cache_bytes_per_connection: int = _limit(
+        64 * 1024 * 1024,
+        "--max-cache-bytes-per-connection",
+        "response state kept by one connection over all its lanes, in bytes",
+    )
+    # a connection that held this many bytes (pending creates and cached state) at once hands
+    # its memory back to the OS when it closes (runtime/memory.py; 0: never)
+    memory_trim_after_bytes: int = _limit(
+        8 * 1024 * 1024,
+        "--memory-trim-after-bytes",
+        "trim the allocator after a connection that held this many bytes closes (0: never)",
+        non_negative_int,
+    )
+    # the server's GC policy (runtime/gc_policy.py): survivors frozen this often (0: CPython's
+    # own policy), and the full sweep that takes the frozen garbage cycles this often
+    gc_tenure_interval_s: float = _limit(
+        1.0,
+        "--gc-tenure-interval-s",
+        "freeze the objects that survive the young collections this often, so no collection "
+        "walks the cached connections (0: CPython's default policy)",
+        non_negative_float,
+    )
+    gc_sweep_interval_s: float = _limit(
+        600.0,
+        "--gc-sweep-interval-s",
+        "a full collection over the frozen objects this often, for their garbage cycles (0: never)",
+        non_negative_float,
+    )
     max_active_lanes: int = 16  # responses generating at once per connection (extras queue)
     max_lanes: int = 32  # distinct named lanes (stream_id) per connection
     max_pending_steers: int = field(  # beta, PROTOCOL.md §2.2
@@ -111,7 +149,16 @@ class Limits:
             "--max-pending-steers",
             type=positive_int,
             group=FEATURES,
-            help="steers queued on one response",
+            help="steers queued on one response (running, or waiting for tool output)",
+        ),
+    )
+    max_pending_steer_bytes: int = field(  # the same steers, in frame bytes (one always taken)
+        default=1024 * 1024,
+        metadata=cli(
+            "--max-pending-steer-bytes",
+            type=positive_int,
+            group=FEATURES,
+            help="bytes of steers queued on one response (one steer is always taken)",
         ),
     )
     required_input_timeout_s: float = field(

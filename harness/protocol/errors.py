@@ -144,6 +144,17 @@ def queue_full(limit: int) -> ApiError:
     )
 
 
+def queue_bytes_full(limit_bytes: int) -> ApiError:
+    """`queue_full` by size: the creates a connection has running or queued pass its byte bound."""
+    return ApiError(
+        429,
+        "rate_limit_error",
+        "too_many_pending_responses",
+        f"Too many bytes of responses pending on this connection (limit {limit_bytes} bytes). "
+        "Wait for a response to finish or open another connection.",
+    )
+
+
 def context_length_exceeded(tokens: int, limit: int) -> ApiError:
     return invalid_request(
         f"Your input exceeds the context window of this model ({tokens} tokens > {limit}). "

@@ -15,6 +15,11 @@ brings it back so the conformance suite can be shown to catch it).
   (`state/inject.py`), then committed (`response.inject.created`) or not at all
   (`response.inject.failed` returning the input).
 
+Steers pending on one response are bounded in count and in frame bytes (one is always taken),
+whether it runs or has stopped for tool output (parked): over either bound the steer fails with
+`too_many_pending_steers`. An inject is never held: it is committed at once or refused, and a
+response takes at most one output per call it waits for.
+
 Replies about a running response are numbered in its sequence; replies about no running response
 (`response_not_found`, `response_already_completed`) carry `sequence_number` 0 [I].
 """
@@ -87,11 +92,16 @@ class Interjections:
         send: Send,
         spawn: Callable[[Coroutine[Any, Any, None]], None],
         *,
+        max_pending_steers: int = 8,
+        max_pending_steer_bytes: int = 1024 * 1024,
         queue_injects: bool = False,
         queue_steers: bool = False,
     ) -> None:
         self._send = send
         self._spawn = spawn
+        self.max_pending_steers = max_pending_steers
+        self.max_pending_steer_bytes = max_pending_steer_bytes
+        self.steer_bytes: dict[str, int] = {}  # response id -> frame bytes of its pending steers
         self._queue_injects = queue_injects  # the fault: an inject waits for its target's end
         self._queue_steers = queue_steers  # the fault: a steer waits for its target's end
         self.live: dict[str, LiveResponse] = {}
@@ -125,11 +135,22 @@ class Interjections:
         return "response_already_completed" if target in self.finished else "response_not_found"
 
     # -- response.steer ---------------------------------------------------------------------------
-    async def on_steer(self, body: dict[str, Any]) -> None:
-        """Raises InvalidRequest when the steer names no target (the session sends an error)."""
+    def _over_bound(self, target: str, pending: int, size_bytes: int) -> bool:
+        """Would one more steer of `size_bytes` pass the target's bounds (`pending` queued)?"""
+        if pending >= self.max_pending_steers:
+            return True
+        held = self.steer_bytes.get(target, 0)
+        return pending > 0 and held + size_bytes > self.max_pending_steer_bytes
+
+    def _hold(self, target: str, size_bytes: int) -> None:
+        self.steer_bytes[target] = self.steer_bytes.get(target, 0) + size_bytes
+
+    async def on_steer(self, body: dict[str, Any], size_bytes: int = 0) -> None:
+        """Raises InvalidRequest when the steer names no target (the session sends an error).
+        `size_bytes`: its frame's, for the byte bound."""
         running = self.live.get(str(body.get("previous_response_id")))
         if running is not None and self._queue_steers:  # the fault: behind the target's end
-            self._spawn(self._steer_after_end(running, body))
+            self._spawn(self._steer_after_end(running, body, size_bytes))
             return
         try:
             request = parse_steer(body)
@@ -148,14 +169,22 @@ class Interjections:
         live = self.live.get(target)
         if live is not None:
             code = live.steer_refusal()
+            if code is None and self._over_bound(target, len(live.steers), size_bytes):
+                code = "too_many_pending_steers"
             if code is not None:
                 await self._steer_failed(live, None, target, steer.raw_input, code)
                 return
+            self._hold(target, size_bytes)
             live.queue_steer(steer)
             await live.reply("response.steer.accepted", steer=steer_event(steer.steer_id, target))
             return
         parked = self.parked.get(target)
         if parked is not None:  # it waits for its required input: so does this steer
+            if self._over_bound(target, len(parked.steers), size_bytes):
+                code = "too_many_pending_steers"
+                await self._steer_failed(parked.live, None, target, steer.raw_input, code)
+                return
+            self._hold(target, size_bytes)
             parked.steers.append(steer)
             await parked.live.reply(
                 "response.steer.accepted", steer=steer_event(steer.steer_id, target)
@@ -164,9 +193,11 @@ class Interjections:
             return
         await self._steer_failed(None, None, target, steer.raw_input, self._gone(target))
 
-    async def _steer_after_end(self, live: LiveResponse, body: dict[str, Any]) -> None:
+    async def _steer_after_end(
+        self, live: LiveResponse, body: dict[str, Any], size_bytes: int
+    ) -> None:
         await live.ended.wait()
-        await self.on_steer(body)
+        await self.on_steer(body, size_bytes)
 
     async def _steer_failed(
         self,
@@ -209,6 +240,8 @@ class Interjections:
         steers = tuple(live.steers)
         if not steers:
             return None
+        if not live.calls or outcome.status == "failed":  # they leave with the successor, or fail
+            self.steer_bytes.pop(live.response_id, None)
         if outcome.status == "failed":
             for steer in steers:
                 await self._fail_steer(live, steer, "response_not_active")
@@ -251,6 +284,7 @@ class Interjections:
             if parked.live.stream_id != stream_id:
                 continue
             del self.parked[parent]
+            self.steer_bytes.pop(parent, None)
             if request.previous_response_id == parent:
                 queued = tuple(item for steer in parked.steers for item in steer.items)
                 request = dataclasses.replace(request, input=(*queued, *request.input))

@@ -7,7 +7,10 @@ its turn (measured: ~20 us of a continuation's TTFT). A create for a busy lane j
 queue, which its runner works through in order before it goes idle. Each lane has its own cache
 of recent responses; different lanes run concurrently, at most `max_active_lanes` at once.
 Without `--lanes` only the default lane exists (PROTOCOL.md §5.2: strict FIFO, one in flight).
-Queues are bounded: over the bound the client gets an error, never a silent drop.
+Queues are bounded in count (per lane) and in bytes (per connection: the creates running or
+queued on all its lanes, and the lanes' caches together): over a bound the client gets an error,
+never a silent drop, and no other connection notices. A connection that held many bytes trims
+the allocator once it closes (runtime/memory.py: where the memory of a closed one went).
 Request-scoped errors keep the socket open. All connection state lives and dies with this
 object: a disconnect cancels the generation and frees the caches. The beta client events
 (`response.steer` with `--steer`, `response.inject` with `--multi-agent`, PROTOCOL.md §2.2) are
@@ -135,6 +138,8 @@ class WebSocketSession:
         self.lanes: dict[str | None, _Lane] = {}
         self.active = asyncio.Semaphore(self.config.limits.max_active_lanes)
         self.opened_at = time.monotonic()
+        self.pending_bytes = 0  # frame bytes of the creates running or queued, every lane
+        self.peak_bytes = 0  # the most it held at once (pending creates and cached state)
         self.connection_id = ws.label or connection_id("ws")
         self._closing = False
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -147,6 +152,8 @@ class WebSocketSession:
             Interjections(
                 self.send,
                 self._spawn,
+                max_pending_steers=self.config.limits.max_pending_steers,
+                max_pending_steer_bytes=self.config.limits.max_pending_steer_bytes,
                 queue_injects=self.faults.queue_injects,
                 queue_steers=self.faults.queue_steers,
             )
@@ -177,8 +184,12 @@ class WebSocketSession:
             await asyncio.gather(*self._tasks, return_exceptions=True)
             for lane in self.lanes.values():
                 metrics.queue_depth -= len(lane.queue)
+                lane.queue.clear()
                 lane.cache.clear()
+            self.lanes.clear()
+            self.pending_bytes = 0
             metrics.connections -= 1
+            self.services.memory_return.after_close(self.peak_bytes)
             if self.hooks.observer is not None:
                 self.hooks.record(self.connection_id, "meta", "close", self._close_text())
 
@@ -291,7 +302,7 @@ class WebSocketSession:
             await self.send_error(request.error, request.stream_id)
             return True
         if not isinstance(request, CreateRequest):  # a steer or inject: at once, never queued
-            return await self._interject(*request)
+            return await self._interject(*request, len(message))
         if self._expired():
             await self._close_for_lifetime()
             return False
@@ -302,11 +313,11 @@ class WebSocketSession:
             return True
         return await self._enqueue(_Pending(request, received_at, len(message)))
 
-    async def _interject(self, event_type: str, body: dict[str, Any]) -> bool:
+    async def _interject(self, event_type: str, body: dict[str, Any], size_bytes: int) -> bool:
         assert self.interjections is not None
         try:
             if event_type == STEER:
-                await self.interjections.on_steer(body)
+                await self.interjections.on_steer(body, size_bytes)
             else:
                 await self.interjections.on_inject(body)
         except InvalidRequest as exc:
@@ -346,10 +357,21 @@ class WebSocketSession:
             return True
         if self.faults.drop_queued and lane.waiting:
             return True
-        if lane.waiting > self.config.limits.max_pending_per_connection:
-            error = errors.queue_full(self.config.limits.max_pending_per_connection)
+        limits = self.config.limits
+        if lane.waiting > limits.max_pending_per_connection:
+            error = errors.queue_full(limits.max_pending_per_connection)
             await self.send_error(error, pending.request.stream_id)
             return True
+        # in bytes over every lane; one create is always taken (a lone one is bounded by the
+        # message limit)
+        if self.pending_bytes and (
+            self.pending_bytes + pending.size_bytes > limits.max_pending_bytes_per_connection
+        ):
+            error = errors.queue_bytes_full(limits.max_pending_bytes_per_connection)
+            await self.send_error(error, pending.request.stream_id)
+            return True
+        self.pending_bytes += pending.size_bytes
+        self._note_held()
         if not lane.busy:
             lane.busy = True
             return _RunNow(lane, pending)
@@ -364,8 +386,12 @@ class WebSocketSession:
             while True:
                 # the bound on active lanes only matters with several lanes
                 async with self.active if self.config.lanes else contextlib.nullcontext():
-                    if not await self._run_one(lane, pending):
-                        return
+                    try:
+                        if not await self._run_one(lane, pending):
+                            return
+                    finally:
+                        self.pending_bytes = max(0, self.pending_bytes - pending.size_bytes)
+                self._bound_caches(lane)
                 if not lane.queue:
                     break
                 pending = lane.queue.popleft()
@@ -374,6 +400,28 @@ class WebSocketSession:
             lane.busy = False
         if self._expired() and self._idle():
             await self._close_for_lifetime()
+
+    def _note_held(self) -> None:
+        held = self.pending_bytes + sum(other.cache.total_bytes for other in self.lanes.values())
+        self.peak_bytes = max(self.peak_bytes, held)
+
+    def _bound_caches(self, lane: _Lane) -> None:
+        """The lanes' caches together stay within `max_cache_bytes_per_connection`: the largest
+        other lane gives up its oldest entries first (the lane just served keeps its newest)."""
+        self._note_held()
+        if len(self.lanes) < 2:
+            return  # one lane: its own policy bounds it
+        bound = self.config.limits.max_cache_bytes_per_connection
+        total = sum(other.cache.total_bytes for other in self.lanes.values())
+        while total > bound:
+            others = [o for o in self.lanes.values() if o is not lane and len(o.cache)]
+            if not others:
+                break
+            largest = max(others, key=lambda other: other.cache.total_bytes)
+            before = largest.cache.total_bytes
+            largest.cache.evict(next(iter(largest.cache)))
+            self.services.metrics.inc("wsmode_cache_evictions_total", reason="connection_bytes")
+            total -= before - largest.cache.total_bytes
 
     async def _run_one(self, lane: _Lane, pending: _Pending) -> bool:
         forks = tuple(other.cache for other in self.lanes.values() if other is not lane)

@@ -40,6 +40,15 @@ _HELP = {
         "gauge",
         "Estimated bytes of hydrated chains kept for the next hydration.",
     ),
+    "wsmode_gc_tenure_pause_seconds": (
+        "gauge",
+        "Longest pause of the GC policy's tenure (young collections, then freeze).",
+    ),
+    "wsmode_gc_sweep_pause_seconds": (
+        "gauge",
+        "Longest pause of the GC policy's full sweep over the frozen objects.",
+    ),
+    "wsmode_memory_trims_total": ("counter", "Allocator trims after a large connection closed."),
     "wsmode_worker_info": ("gauge", "The worker process this scrape reports on (per worker)."),
 }
 

@@ -15,6 +15,8 @@ from reference_server.hooks.server_hooks import ServerHooks
 from reference_server.pipeline.admission import TurnAdmission
 from reference_server.pipeline.inference import pool_passes_output_screen
 from reference_server.runtime.background import BackgroundRuns
+from reference_server.runtime.gc_policy import ServerGc
+from reference_server.runtime.memory import MemoryReturn
 from reference_server.runtime.metrics import ServerMetrics
 from reference_server.state.conversation import Conversation
 from reference_server.state.prefix import PrefixCache
@@ -37,6 +39,9 @@ class Services:
     # Only the `shared-cache` fault uses this: one cache for every connection (a bug on purpose).
     shared_cache: ResponseCache[Conversation] | None = None
     background: BackgroundRuns = field(default_factory=BackgroundRuns)  # background: true
+    # trims the allocator after a connection that held many bytes closes (runtime/memory.py)
+    memory_return: MemoryReturn = field(default_factory=lambda: MemoryReturn(0))
+    gc_policy: ServerGc = field(default_factory=lambda: ServerGc(0, 0))  # runtime/gc_policy.py
     draining: bool = False  # SIGTERM: new creates are refused, in-flight ones finish
     # Every live connection cache, for the cache gauges (a closed connection's drops out).
     live_caches: weakref.WeakSet[ResponseCache[Conversation]] = field(
@@ -63,6 +68,10 @@ class Services:
             metrics=metrics,
             pacer=DeltaPacer(profile.max_deltas_per_s),
             hooks=hooks,
+            memory_return=MemoryReturn(config.limits.memory_trim_after_bytes),
+            gc_policy=ServerGc(
+                config.limits.gc_tenure_interval_s, config.limits.gc_sweep_interval_s
+            ),
         )
         # /metrics is per worker (`serve --workers N`): each scrape says which one answered
         services.metrics.inc("wsmode_worker_info", worker=str(config.worker_index))
@@ -80,4 +89,8 @@ class Services:
         gauges["wsmode_prefix_cache_queries_total"] = lambda: self.prefix_cache.queried_tokens
         gauges["wsmode_prefix_cache_hits_total"] = lambda: self.prefix_cache.hit_tokens
         gauges["wsmode_store_bytes"] = lambda: self.persistence.store.total_bytes
+        policy = self.gc_policy
+        gauges["wsmode_gc_tenure_pause_seconds"] = lambda: policy.longest_tenure_s
+        gauges["wsmode_gc_sweep_pause_seconds"] = lambda: policy.longest_sweep_s
+        gauges["wsmode_memory_trims_total"] = lambda: self.memory_return.trims
         gauges["wsmode_store_materialised_bytes"] = lambda: self.persistence.materialised_bytes

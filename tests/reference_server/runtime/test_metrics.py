@@ -51,3 +51,5 @@ def test_cache_and_store_gauges_follow_an_open_connection(make_server: ServerFac
     assert gauge(during, "wsmode_store_bytes") > 0
     assert gauge(during, "wsmode_prefix_cache_bytes") > 0
     assert gauge(after, "wsmode_connection_cache_entries") == 0
+    for exported in ("wsmode_gc_tenure_pause_seconds", "wsmode_memory_trims_total"):
+        assert f"\n{exported} " in after  # the GC policy's own pauses, the trims
