@@ -187,7 +187,7 @@ def test_a_scrape_mid_bench_sees_turns_and_rollouts_in_flight(tmp_path: Path) ->
 
 def test_a_scrape_mid_load_sees_every_client_processs_requests(tmp_path: Path) -> None:
     argv = ["load", "--duration-s", "30", "--processes", "2", "--concurrency", "2"]
-    argv += ["--input-tokens", "16", "--output-tokens", "4", "--out", str(tmp_path)]
+    argv += ["--input-tokens", "16", "--output-tokens", "16", "--out", str(tmp_path)]
     page = _scrape_mid_run(argv, lambda p: _turns_ok(p, "ws") >= 4, tmp_path)
     assert _value(page, "wsmode_client_e2e_seconds_count", mode="ws") >= 4
     assert page.types["wsmode_client_requests_in_flight"] == "gauge"

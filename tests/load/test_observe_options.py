@@ -54,7 +54,7 @@ def test_bench_results_carry_goodput_per_mode(tmp_path: Path) -> None:
 
 def test_wsmode_load_prints_and_stores_goodput(tmp_path: Path, capsys: Any) -> None:
     argv = ["load", "--requests", "4", "--concurrency", "2", "--processes", "1", "--turns", "2"]
-    argv += ["--input-tokens", "16", "--output-tokens", "4", "--out", str(tmp_path)]
+    argv += ["--input-tokens", "16", "--output-tokens", "16", "--out", str(tmp_path)]
     assert cli_main([*argv, "--slo", "ttft_ms:p90<=60000,e2e_ms:p50<=60000"]) == 0
     out = capsys.readouterr().out
     assert "goodput under SLO ttft_ms:p90<=60000, e2e_ms:p50<=60000" in out

@@ -106,7 +106,7 @@ def test_wsmode_load_scrapes_the_target_during_the_run(tmp_path: Path, capsys: A
     with reference_server(tmp_path / "data") as server:
         metrics_url = server.http_url.removesuffix("/v1") + "/metrics"
         argv = ["load", "--target", server.ws_url, "--requests", "6", "--processes", "1"]
-        argv += ["--input-tokens", "16", "--output-tokens", "4", "--out", str(tmp_path / "r")]
+        argv += ["--input-tokens", "16", "--output-tokens", "16", "--out", str(tmp_path / "r")]
         argv += ["--server-metrics", metrics_url, "--server-metrics-interval-s", "0.1"]
         assert cli_main(argv) == 0, capsys.readouterr().err
     (path,) = (tmp_path / "r").rglob("*.json")
@@ -131,7 +131,7 @@ def test_a_bad_or_silent_metrics_url_is_one_line(tmp_path: Path, capsys: Any) ->
 
 def test_embedded_names_the_embedded_servers_metrics(tmp_path: Path, capsys: Any) -> None:
     argv = ["load", "--requests", "4", "--processes", "1", "--input-tokens", "16"]
-    argv += ["--output-tokens", "4", "--out", str(tmp_path / "r"), "--profile", "zero"]
+    argv += ["--output-tokens", "16", "--out", str(tmp_path / "r"), "--profile", "zero"]
     argv += ["--server-metrics", "embedded", "--server-metrics-interval-s", "0.1"]
     assert cli_main(argv) == 0, capsys.readouterr().err
     (path,) = (tmp_path / "r").rglob("*.json")

@@ -101,7 +101,7 @@ def test_a_bench_mode_exports_what_it_measured(synth: Any) -> None:
 
 def test_wsmode_results_llmd_report_on_a_load_run(tmp_path: Path, capsys: Any) -> None:
     argv = ["load", "--requests", "6", "--concurrency", "2", "--processes", "1", "--turns", "2"]
-    argv += ["--input-tokens", "32", "--output-tokens", "8", "--out", str(tmp_path / "r")]
+    argv += ["--input-tokens", "32", "--output-tokens", "16", "--out", str(tmp_path / "r")]
     assert cli_main([*argv, "--modes", "ws,http"]) == 0
     (path,) = (tmp_path / "r").rglob("*.json")
     capsys.readouterr()
@@ -120,7 +120,7 @@ def test_wsmode_results_llmd_report_on_a_load_run(tmp_path: Path, capsys: Any) -
         assert rate == {"units": "queries/s", "mean": throughput[mode]["requests_per_s"]}
         standardized = report["scenario"]["load"]["standardized"]
         assert standardized["input_seq_len"] == {"distribution": "fixed", "value": 32}
-        assert standardized["output_seq_len"] == {"distribution": "fixed", "value": 8}
+        assert standardized["output_seq_len"] == {"distribution": "fixed", "value": 16}
         assert standardized["multi_turn"]["max_turns"]["value"] == 2
         assert standardized["source"] == "random"
         assert "session_performance" not in report["results"]  # load has no rollouts

@@ -67,7 +67,7 @@ class CertifyClientConfig:
             "--venvs",
             metavar="DIR",
             shown="$WSMODE_VENVS, else .venvs in the checkout",
-            help="where scripts/install-clients put the Python clients' venvs",
+            help="where the checkout's install-clients script put the Python clients' venvs",
         ),
     )
     node_clients: str | None = field(
@@ -76,7 +76,7 @@ class CertifyClientConfig:
             "--node-clients",
             metavar="DIR",
             shown="$WSMODE_NODE_CLIENTS, else .clients/node in the checkout",
-            help="where scripts/install-clients put the node clients' node_modules",
+            help="where the checkout's install-clients script put the node clients' node_modules",
         ),
     )
     version_label: str | None = field(

@@ -15,6 +15,7 @@ prefix common to every request, mode and run (`prefix_seed`), the rest fresh.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import hashlib
 import random
@@ -26,8 +27,24 @@ from harness.load.core.replay_options import Endpoint
 from harness.load.core.target_watch import DEFAULT_EVENT_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
 from harness.load.target_options import LOAD_PATTERN, OUTPUT
 from harness.options import option
+from harness.protocol.requests import MIN_MAX_OUTPUT_TOKENS
 
 DEFAULT_MODEL = "gpt-5-codex"
+
+
+def output_token_cap(text: str) -> int:
+    """A max_output_tokens the API takes: an integer >= 16 (it refuses fewer)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < MIN_MAX_OUTPUT_TOKENS:
+        raise argparse.ArgumentTypeError(
+            f"the API refuses max_output_tokens below {MIN_MAX_OUTPUT_TOKENS}, got {value}"
+        )
+    return value
+
+
 # common English words of at most 7 letters: one token each after a space (o200k and the
 # reference server's tokenizer alike), so N words make an N-token prompt
 _WORD_TEXT = (
@@ -60,7 +77,11 @@ class LoadSpec:
         0.0, "--input-tokens-stddev", group=SHAPE, type=float, help="normal stddev"
     )
     output_tokens: int = option(
-        128, "--output-tokens", group=SHAPE, type=int, help="sent as max_output_tokens"
+        128,
+        "--output-tokens",
+        group=SHAPE,
+        type=output_token_cap,
+        help="sent as max_output_tokens (at least 16: the API refuses fewer)",
     )
     concurrency: int = option(
         8, "--concurrency", type=int, group=LOAD_PATTERN, help="in flight (with --rate: at most)"
