@@ -214,7 +214,7 @@ def test_leaderboard_in_headless_chromium(results_root: Path, tmp_path: Path) ->
     reader = _TableReader()
     reader.feed(dom)
     header, *body = reader.rows
-    assert header[:10] == [
+    assert header[:11] == [
         "Rank",
         "Implementation",
         "TTFT p50",
@@ -223,6 +223,7 @@ def test_leaderboard_in_headless_chromium(results_root: Path, tmp_path: Path) ->
         "Turn e2e p50",
         "Rollout e2e p50",
         "WS speedup (95% CI)",
+        "Failures, work",
         "Conformance",
         "Runs",
     ]
@@ -247,10 +248,12 @@ def test_leaderboard_in_headless_chromium(results_root: Path, tmp_path: Path) ->
     assert by_name["vendor-b"][col["TTFT p50"]] == f"{fmt_ms(vb.ttft_p50.value)} ms"
     assert 13.0 < vb.ttft_p50.value < 17.0  # configured 15 ms median
     speedup_cell = r"\d\.\d\d× \[\d\.\d\d–\d\.\d\d\]"
-    assert re.fullmatch(speedup_cell, by_name["vendor-b"][col["WS speedup (95% CI)"]])
+    pairs = r" · (\d+) of \1 pairs equal work"  # every pair of these runs did equal work
+    assert re.fullmatch(speedup_cell + pairs, by_name["vendor-b"][col["WS speedup (95% CI)"]])
     # three runs: the CI of the pooled rollouts, then the min–max of the per-run medians
     spread = r" \(\d\.\d\d–\d\.\d\d\)"
-    assert re.fullmatch(speedup_cell + spread, by_name["reference"][col["WS speedup (95% CI)"]])
+    reference_cell = by_name["reference"][col["WS speedup (95% CI)"]]
+    assert re.fullmatch(speedup_cell + spread + pairs, reference_cell), reference_cell
     # the conformance score, merged from the certify results of the same target
     assert by_name["reference"][col["Conformance"]] == "MUST 3/3 · SHOULD 1/2 run"
     assert by_name["vendor-b"][col["Conformance"]] == "MUST 2/3 · SHOULD 1/2 run"
