@@ -46,7 +46,7 @@ def one_run(url: str, mock_pid: int, processes: int, args: argparse.Namespace) -
     mock_cpu0 = process_cpu_s(mock_pid)
     shard = run_processes(spec, processes)
     mock_cpu = process_cpu_s(mock_pid) - mock_cpu0
-    figures = throughput(shard, processes)
+    figures = throughput(spec, shard, processes)
     elapsed = figures["elapsed_s"]
     return {
         "req_s": figures["requests_per_s"],
