@@ -43,3 +43,18 @@ def full_stream(response_id: str = "resp_1") -> list[dict[str, Any]]:
 @pytest.fixture
 def stream() -> list[dict[str, Any]]:
     return full_stream()
+
+
+def create(**fields: Any) -> dict[str, Any]:
+    """A response.create frame."""
+    return {"type": "response.create", "model": "m", **fields}
+
+
+def on_lane(events: list[dict[str, Any]], stream_id: str | None) -> list[dict[str, Any]]:
+    """A copy of `events` carrying `stream_id` (None: the default lane, no tag)."""
+    out = copy.deepcopy(events)
+    for event in out:
+        event.pop("stream_id", None)
+        if stream_id is not None:
+            event["stream_id"] = stream_id
+    return out

@@ -20,7 +20,7 @@ from harness.protocol.field_rules import (
 from harness.protocol.request_rules import judge_exchange
 from harness.protocol.stream import StreamAccumulator
 
-from .conftest import USAGE, base_response, full_stream
+from .conftest import USAGE, base_response, create, full_stream, on_lane
 
 Events = list[dict[str, Any]]
 NOW_S = 1_700_000_100.0
@@ -136,25 +136,12 @@ def test_the_wall_clock_window_is_an_hour_and_five_minutes_back_five_ahead() -> 
     assert not judged(NOW_S * 1000)  # no unix seconds at all: time.unix_seconds' business
 
 
-def request(**fields: Any) -> dict[str, Any]:
-    return {"type": "response.create", "model": "m", **fields}
-
-
-def tagged(events: Events, stream_id: str | None) -> Events:
-    out = copy.deepcopy(events)
-    for event in out:
-        event.pop("stream_id", None)
-        if stream_id is not None:
-            event["stream_id"] = stream_id
-    return out
-
-
 def test_each_lane_carries_its_own_stream_id(stream: Events) -> None:
-    assert request_problems(request(stream_id="a"), tagged(stream, "a")) == []
-    assert request_problems(request(), tagged(stream, None)) == []
-    [(rule, _)] = request_problems(request(stream_id="a"), tagged(stream, "b"))
+    assert request_problems(create(stream_id="a"), on_lane(stream, "a")) == []
+    assert request_problems(create(), on_lane(stream, None)) == []
+    [(rule, _)] = request_problems(create(stream_id="a"), on_lane(stream, "b"))
     assert rule == "lane.stream_id"
-    [(rule, message)] = request_problems(request(), tagged(stream, "a"))
+    [(rule, message)] = request_problems(create(), on_lane(stream, "a"))
     assert rule == "lane.default_stream_id" and "none asked" in message
 
 
@@ -162,37 +149,37 @@ def test_the_echo_is_the_requests_previous_response_id(stream: Events) -> None:
     for event in stream:
         if "response" in event:
             event["response"]["previous_response_id"] = "resp_parent"
-    assert request_problems(request(previous_response_id="resp_parent"), stream) == []
-    [(rule, message)] = request_problems(request(), stream)  # a new chain echoes null
+    assert request_problems(create(previous_response_id="resp_parent"), stream) == []
+    [(rule, message)] = request_problems(create(), stream)  # a new chain echoes null
     assert rule == "response.previous_response_id" and "'resp_parent'" in message
-    [(rule, _)] = request_problems(request(previous_response_id="resp_older"), stream)
+    [(rule, _)] = request_problems(create(previous_response_id="resp_older"), stream)
     assert rule == "response.previous_response_id"
 
 
 def test_the_wall_clock_is_judged_only_with_the_callers_clock(stream: Events) -> None:
-    assert request_problems(request(), stream) == []
-    late = request_problems(request(), stream, now_s=1_700_000_000 + 2 * 3600)
+    assert request_problems(create(), stream) == []
+    late = request_problems(create(), stream, now_s=1_700_000_000 + 2 * 3600)
     assert [rule for rule, _ in late] == ["time.wall_clock"]
 
 
 def test_judge_exchange_files_on_the_response_or_on_the_stream(stream: Events) -> None:
     splitter = StreamAccumulator()
-    routed = [splitter.feed(event) for event in tagged(stream, "b")]
+    routed = [splitter.feed(event) for event in on_lane(stream, "b")]
     response = routed[-1]
     assert isinstance(response, ResponseAccumulator)
-    found = judge_exchange(request(stream_id="a"), tagged(stream, "b"), response, splitter)
+    found = judge_exchange(create(stream_id="a"), on_lane(stream, "b"), response, splitter)
     assert [v.rule_id for v in found] == ["lane.stream_id"]
     assert found[0] in response.violations and found[0] in list(splitter.all_violations())
     error = {"type": "error", "stream_id": "b", "error": {"type": "x", "code": None}}
-    refused = judge_exchange(request(stream_id="a"), [error], None, splitter)
+    refused = judge_exchange(create(stream_id="a"), [error], None, splitter)
     assert refused and refused[0] in splitter.violations
     # a steer or any other client event is no create: nothing to judge it against
     assert judge_exchange({"type": "response.steer"}, [error], None, splitter) == []
 
 
 def test_interleaved_lanes_keep_each_responses_stream_id() -> None:
-    a = tagged(full_stream("resp_a"), "a")
-    b = tagged(full_stream("resp_b"), "b")
+    a = on_lane(full_stream("resp_a"), "a")
+    b = on_lane(full_stream("resp_b"), "b")
     assert lane_consistency_problems([a[0], b[0], *a[1:], *b[1:]]) == []
     a[-1]["stream_id"] = "b"  # a's terminal under the other running lane's id
     [(rule, message)] = lane_consistency_problems([a[0], b[0], *a[1:], *b[1:]])
@@ -206,4 +193,4 @@ def test_a_stray_of_another_response_is_not_judged_against_this_create(stream: E
     assert isinstance(response, ResponseAccumulator)
     stray = copy.deepcopy(stream[-1])  # the previous response's second terminal
     stray["response"].update(id="resp_0", previous_response_id="resp_older")
-    assert judge_exchange(request(), [stray, *stream], response, splitter) == []
+    assert judge_exchange(create(), [stray, *stream], response, splitter) == []

@@ -3,27 +3,13 @@ rules over the pairs (`wsmode check` on wire logs)."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from harness.protocol.request_rules import judge_recorded, pair_exchanges
 
-from .conftest import full_stream
+from .conftest import create, full_stream, on_lane
 
 Events = list[dict[str, Any]]
-
-
-def create(**fields: Any) -> dict[str, Any]:
-    return {"type": "response.create", "model": "m", **fields}
-
-
-def on_lane(events: Events, stream_id: str | None) -> Events:
-    out = copy.deepcopy(events)
-    for event in out:
-        event.pop("stream_id", None)
-        if stream_id is not None:
-            event["stream_id"] = stream_id
-    return out
 
 
 def refusal(stream_id: str | None = None) -> dict[str, Any]:
