@@ -45,3 +45,16 @@ def test_same_errors_as_json_loads(text: str) -> None:
         json.loads(text)
     with pytest.raises(json.JSONDecodeError):
         loads_json(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["[" * 200_000 + "]" * 200_000, '{"a":' * 10_000 + "1" + "}" * 10_000]
+)
+def test_nesting_past_the_document_bound_is_refused_not_a_recursion_error(text: str) -> None:
+    with pytest.raises(wire.WireFormatError, match="nesting deeper than"):
+        loads_json(text)
+
+
+def test_nesting_up_to_the_document_bound_parses() -> None:
+    depth = wire.DOCUMENT_MAX_DEPTH
+    assert loads_json("[" * depth + "]" * depth) is not None

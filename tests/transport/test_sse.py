@@ -292,6 +292,11 @@ def test_nothing_listening_is_a_transport_error() -> None:
         sse_response()[:90] + chunked(b"data: {not json}\n\n") + b"0\r\n\r\n",
         sse_response()[:90] + chunked(b"data: [1]\n\n") + b"0\r\n\r\n",
         sse_response()[:90] + chunked(b'data: {"\xff": 1}\n\n') + b"0\r\n\r\n",
+        # deeper than any parser's recursion: refused as garbage, never a RecursionError
+        sse_response().split(b"\r\n\r\n")[0]
+        + b"\r\n\r\n"
+        + chunked(b"data: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n")
+        + b"0\r\n\r\n",
     ],
 )
 def test_garbage_events_end_in_garbage_frame(answer: bytes) -> None:

@@ -319,6 +319,8 @@ def test_a_dropped_tcp_connection_ends_in_target_closed() -> None:
         frame(b"[1, 2]"),  # not an object
         frame(b'{"type": "x"}', 0x2),  # binary
         frame(b'{"type": "\xff"}'),  # not UTF-8
+        frame(b"[" * 100_000 + b"]" * 100_000),  # deeper than any parser's recursion
+        frame(b'{"a":' * 10_000 + b"1" + b"}" * 10_000),
     ],
 )
 def test_garbage_ends_in_garbage_frame(garbage: bytes) -> None:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -52,6 +51,7 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.server import ServerProtocol
 
 from harness.progress import Progress
+from harness.protocol.wire import loads_document
 from harness.traces.record.event_log import EventLog
 from harness.traces.record.trace_log import Observed, RolloutBuilder, TraceLog
 from harness.transport.failures import GarbageFrame
@@ -223,7 +223,7 @@ class Recorder:
                 now = time.perf_counter_ns()
                 if isinstance(message, str):
                     with contextlib.suppress(ValueError):
-                        event = json.loads(message)
+                        event = loads_document(message)
                         if isinstance(event, dict) and event.get("type") == "response.create":
                             body = {k: v for k, v in event.items() if k != "type"}
                             pending.append(Observed(body, now))
@@ -238,7 +238,7 @@ class Recorder:
                 if not isinstance(message, str) or not pending:
                     continue
                 try:
-                    event = json.loads(message)
+                    event = loads_document(message)
                 except ValueError:
                     continue
                 if not isinstance(event, dict):
@@ -335,7 +335,7 @@ class Recorder:
         obs: Observed | None = None
         if method == "POST" and target.split("?", 1)[0].rstrip("/").endswith("/responses"):
             with contextlib.suppress(ValueError):
-                payload = json.loads(body)
+                payload = loads_document(body)
                 if isinstance(payload, dict):
                     obs = Observed(payload, received_ns, connection=id(writer))
         upstream_request = self.http.build_request(
@@ -366,6 +366,8 @@ class Recorder:
                         for payload, _ in payloads:
                             self.events.write(label, payload.decode("utf-8", "replace"))
                     _feed_sse(obs, payloads, now)
+                elif len(raw) + len(chunk) > MAX_BODY_BYTES:
+                    obs = None  # relayed whole, but too large to keep: not recorded
                 else:
                     raw += chunk
             writer.write(conn.send(h11.EndOfMessage()))
@@ -376,7 +378,7 @@ class Recorder:
             return
         if not is_sse:
             with contextlib.suppress(ValueError):
-                final = json.loads(bytes(raw))
+                final = loads_document(bytes(raw))
                 if isinstance(final, dict):
                     obs.final = final
                     obs.terminal_ns = time.perf_counter_ns()

@@ -220,3 +220,34 @@ def test_the_relayed_events_are_judged_by_wsmode_check(tmp_path: Path) -> None:
     assert report.must_findings == 0
     assert {r.stream.split("-")[0] for r in report.responses} == {"conn ws", "conn http"}
     assert all(r.terminal == "response.completed" for r in report.responses)
+
+
+def test_a_frame_nested_past_any_parser_is_relayed_and_the_relay_goes_on(tmp_path: Path) -> None:
+    """The proxy parses what it relays to record it; a target's 100,000-deep frame is relayed
+    unparsed (not recorded) and the frames after it still arrive."""
+    from websockets.asyncio.client import connect
+    from websockets.asyncio.server import ServerConnection, serve
+
+    deep = "[" * 100_000 + "]" * 100_000
+    after = '{"type": "error", "error": {"type": "server_error", "message": "after"}}'
+
+    async def upstream(connection: ServerConnection) -> None:
+        await connection.recv()
+        await connection.send(deep)
+        await connection.send(after)
+        await connection.wait_closed()
+
+    async def scenario() -> list[str]:
+        async with serve(upstream, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            recorder = Recorder(f"http://127.0.0.1:{port}", tmp_path / "x.jsonl", err=err)
+            await recorder.start()
+            async with connect(recorder.ws_url + "/v1/responses", max_size=None) as client:
+                await client.send('{"type": "response.create", "model": "m", "input": "hi"}')
+                got = [str(await asyncio.wait_for(client.recv(), 10)) for _ in range(2)]
+            await asyncio.wait_for(recorder.stop(), 10)
+            return got
+
+    err = io.StringIO()
+    assert run(scenario()) == [deep, after]
+    assert "Traceback" not in err.getvalue() and "RecursionError" not in err.getvalue()
