@@ -161,6 +161,16 @@ class Limits:
             help="bytes of steers queued on one response (one steer is always taken)",
         ),
     )
+    max_inject_bytes: int = field(  # beta, PROTOCOL.md §2.2: committed tool outputs, in bytes
+        default=16 * 1024 * 1024,
+        metadata=cli(
+            "--max-inject-bytes",
+            type=positive_int,
+            group=FEATURES,
+            help="bytes of inject frames one multi-agent response commits in all "
+            "(over it: response.inject.failed inject_too_large, nothing committed)",
+        ),
+    )
     required_input_timeout_s: float = field(
         default=600.0,
         metadata=cli(

@@ -18,7 +18,8 @@ brings it back so the conformance suite can be shown to catch it).
 Steers pending on one response are bounded in count and in frame bytes (one is always taken),
 whether it runs or has stopped for tool output (parked): over either bound the steer fails with
 `too_many_pending_steers`. An inject is never held: it is committed at once or refused, and a
-response takes at most one output per call it waits for.
+response takes at most one output per call it waits for, and injects of at most
+`max_inject_bytes` frame bytes in all (over it: `inject_too_large` [I], nothing committed).
 
 Replies about a running response are numbered in its sequence; replies about no running response
 (`response_not_found`, `response_already_completed`) carry `sequence_number` 0 [I].
@@ -58,6 +59,7 @@ _MESSAGES = {
     "steering_not_supported": "Response {id} does not support steering (multi-agent, or created "
     "with context_management compaction).",
     "too_many_pending_steers": "Too much steering input is pending for response {id}.",
+    "inject_too_large": "Response {id} takes at most {why} bytes of injected tool output in all.",
     "successor_creation_failed": "The successor of response {id} could not be created: {why}",
 }
 
@@ -94,6 +96,7 @@ class Interjections:
         *,
         max_pending_steers: int = 8,
         max_pending_steer_bytes: int = 1024 * 1024,
+        max_inject_bytes: int = 16 * 1024 * 1024,
         queue_injects: bool = False,
         queue_steers: bool = False,
     ) -> None:
@@ -102,6 +105,8 @@ class Interjections:
         self.max_pending_steers = max_pending_steers
         self.max_pending_steer_bytes = max_pending_steer_bytes
         self.steer_bytes: dict[str, int] = {}  # response id -> frame bytes of its pending steers
+        self.max_inject_bytes = max_inject_bytes
+        self.inject_bytes: dict[str, int] = {}  # response id -> frame bytes it has committed
         self._queue_injects = queue_injects  # the fault: an inject waits for its target's end
         self._queue_steers = queue_steers  # the fault: a steer waits for its target's end
         self.live: dict[str, LiveResponse] = {}
@@ -118,6 +123,7 @@ class Interjections:
     def _end(self, live: LiveResponse) -> None:
         live.finished = True
         self.live.pop(live.response_id, None)
+        self.inject_bytes.pop(live.response_id, None)
         self.finished[live.response_id] = live.stream_id
         while len(self.finished) > REMEMBERED_FINISHED:
             self.finished.popitem(last=False)
@@ -294,21 +300,25 @@ class Interjections:
         return request
 
     # -- response.inject --------------------------------------------------------------------------
-    async def on_inject(self, body: dict[str, Any]) -> None:
-        """Raises InvalidRequest when the inject names no target or has no input array."""
+    async def on_inject(self, body: dict[str, Any], size_bytes: int = 0) -> None:
+        """Raises InvalidRequest when the inject names no target or has no input array.
+        `size_bytes`: its frame's, for the byte bound."""
         inject = parse_inject(body)
         live = self.live.get(inject.response_id)
         if live is not None and self._queue_injects:  # the fault: behind the target's lane
-            self._spawn(self._after_end(live, body))
+            self._spawn(self._after_end(live, body, size_bytes))
             return
-        await self._inject(inject.response_id, inject.items, live)
+        await self._inject(inject.response_id, inject.items, live, size_bytes)
 
-    async def _after_end(self, live: LiveResponse, body: dict[str, Any]) -> None:
+    async def _after_end(self, live: LiveResponse, body: dict[str, Any], size_bytes: int) -> None:
         await live.ended.wait()
         inject = parse_inject(body)
-        await self._inject(inject.response_id, inject.items, self.live.get(inject.response_id))
+        live_now = self.live.get(inject.response_id)
+        await self._inject(inject.response_id, inject.items, live_now, size_bytes)
 
-    async def _inject(self, target: str, items: tuple[Any, ...], live: LiveResponse | None) -> None:
+    async def _inject(
+        self, target: str, items: tuple[Any, ...], live: LiveResponse | None, size_bytes: int
+    ) -> None:
         if live is None or live.finished:
             code = self._gone(target) if live is None else "response_already_completed"
             error = {"code": code, "message": _message(code, target)}
@@ -321,11 +331,18 @@ class Interjections:
                     INJECT + ".failed", response_id=target, input=list(items), error=error
                 )
             return
+        committed_bytes = self.inject_bytes.get(target, 0)
+        if committed_bytes + size_bytes > self.max_inject_bytes:  # [I] its own code
+            message = _message("inject_too_large", target, why=str(self.max_inject_bytes))
+            error = {"code": "inject_too_large", "message": message}
+            await live.reply(INJECT + ".failed", response_id=target, input=list(items), error=error)
+            return
         problem = inject_problem(items, live.waiting)
         if problem is not None:  # [I] code invalid_input: nothing of it is committed
             error = {"code": "invalid_input", "message": problem}
             await live.reply(INJECT + ".failed", response_id=target, input=list(items), error=error)
             return
+        self.inject_bytes[target] = committed_bytes + size_bytes
         created = live.emitter.beta_event(INJECT + ".created", response_id=target)
         live.commit(items)  # numbered first: the resumed output follows the reply
         await live.out.emit(created)

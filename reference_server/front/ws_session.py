@@ -154,6 +154,7 @@ class WebSocketSession:
                 self._spawn,
                 max_pending_steers=self.config.limits.max_pending_steers,
                 max_pending_steer_bytes=self.config.limits.max_pending_steer_bytes,
+                max_inject_bytes=self.config.limits.max_inject_bytes,
                 queue_injects=self.faults.queue_injects,
                 queue_steers=self.faults.queue_steers,
             )
@@ -319,7 +320,7 @@ class WebSocketSession:
             if event_type == STEER:
                 await self.interjections.on_steer(body, size_bytes)
             else:
-                await self.interjections.on_inject(body)
+                await self.interjections.on_inject(body, size_bytes)
         except InvalidRequest as exc:
             await self.send_error(exc.error, None)
         except ClientGone:

@@ -92,3 +92,50 @@ def test_the_steer_byte_bound_holds_running_and_parked(
             await client.close()
 
         run(body())
+
+
+def test_the_inject_byte_bound_refuses_whole_and_commits_nothing(
+    make_server: ServerFactory,
+) -> None:
+    """Injected tool outputs become the response's context: over `max_inject_bytes` in all an
+    inject fails with its input returned, and a smaller one still resumes the response."""
+    from harness.protocol.beta import beta_problems
+
+    limits = Limits(max_inject_bytes=600)
+    with make_server(multi_agent=True, limits=limits) as server:
+
+        async def body() -> None:
+            client = await WsClient.connect(server.ws_url)
+            await client.send_json({**tool_create(), "multi_agent": {"enabled": True}})
+            while True:
+                event = (await client.recv(TIMEOUT_S)).event
+                if event["type"] == "response.created":
+                    response_id = event["response"]["id"]
+                if event["type"] == "response.output_item.done":
+                    call_id = event["item"]["call_id"]
+                    break
+
+            def inject(text: str) -> dict[str, Any]:
+                item = {"type": "function_call_output", "call_id": call_id, "output": text}
+                return {"type": "response.inject", "response_id": response_id, "input": [item]}
+
+            await client.send_json(inject("x" * 800))
+            while (failed := (await client.recv(TIMEOUT_S)).event)["type"] != (
+                "response.inject.failed"
+            ):
+                pass
+            assert failed["error"]["code"] == "inject_too_large"
+            assert failed["input"][0]["output"] == "x" * 800, "a failure returns its input"
+            assert beta_problems(failed) == []
+            await client.send_json(inject("small"))
+            events = []
+            while (event := (await client.recv(TIMEOUT_S)).event)["type"] != "response.completed":
+                events.append(event["type"])
+            assert events[0] == "response.inject.created"
+            outputs = [
+                i for i in event["response"]["output"] if i["type"] == "function_call_output"
+            ]
+            assert [o["output"] for o in outputs] == ["small"], "nothing of the refused one"
+            await client.close()
+
+        run(body())
