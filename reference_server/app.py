@@ -122,6 +122,7 @@ class ReferenceServer:
                 waiting=self._waiting_doors,
             ),
             sock=self._listener,
+            backlog=sockets.LISTEN_BACKLOG,  # else asyncio listens again with 100
         )
         self._ws_server.wrap(self._asyncio_server)
         self.port = self._asyncio_server.sockets[0].getsockname()[1]

@@ -152,11 +152,18 @@ class StampingListener(socket.socket):
         return sock if sock is not None and sock.fileno() == wrapper.fileno() else None
 
 
+# The accept queue: a burst of opens beyond it is dropped by the kernel and retried by the
+# clients after 1, 3, 7 s (a handshake deadline missed). The kernel caps it at
+# net.core.somaxconn (4,096 by default since Linux 5.4). asyncio's `create_server` sets it again
+# when it starts serving (its own default: 100), so pass it there too.
+LISTEN_BACKLOG = 4096
+
+
 def listen(
     host: str,
     port: int,
     *,
-    backlog: int = 1024,
+    backlog: int = LISTEN_BACKLOG,
     receive_buffer_bytes: int = 0,
     reuse_port: bool = False,
 ) -> StampingListener:

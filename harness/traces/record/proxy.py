@@ -57,6 +57,7 @@ from harness.traces.record.trace_log import Observed, RolloutBuilder, TraceLog
 from harness.transport.failures import GarbageFrame
 from harness.transport.frontdoor import FrontDoor, WaitingDoors
 from harness.transport.h11_loop import next_h11_event, read_within
+from harness.transport.sockets import LISTEN_BACKLOG
 from harness.transport.sse_wire import SseParser, parse_event
 from harness.usage import usage_error
 
@@ -149,6 +150,7 @@ class Recorder:
                 ),
                 "127.0.0.1",
                 self.port,
+                backlog=LISTEN_BACKLOG,
                 reuse_address=True,
             )
         except OSError:  # e.g. the port is in use: nothing else was started
