@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,24 @@ from harness.transport.sse import SseClient
 from harness.transport.ws import WsClient
 
 _PoolKey = tuple[str, str | None, float]
+
+# WebSocket handshakes in flight at once per event loop. A closed loop starts every rollout at
+# once: 5,000 simultaneous SYNs overflow the target's accept queue (1,024-4,096 on Linux), the
+# kernel drops them and the client retries after 1, 3, 7 s, so some opens missed their 10 s
+# deadline and failed as transport errors (bench/ratios/load_scale.py). Queued here instead,
+# they open at the target's accept rate; a turn's timings start after its connection is open.
+MAX_OPENING_HANDSHAKES = 256
+_opening_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _opening_gate() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    gate = _opening_gates.get(loop)
+    if gate is None:
+        gate = _opening_gates[loop] = asyncio.Semaphore(MAX_OPENING_HANDSHAKES)
+    return gate
 
 
 class HttpClientPool:
@@ -86,12 +105,13 @@ class Session:
     async def open(self) -> None:
         url = self.endpoint.for_mode(self.options.mode)
         if self.options.mode == "ws":
-            self.ws = await WsClient.connect(
-                url,
-                api_key=self.endpoint.api_key,
-                beta_header=self.endpoint.beta_header,
-                timeout_s=self.options.connect_timeout_s,
-            )
+            async with _opening_gate():  # the connect timeout starts once it is this one's turn
+                self.ws = await WsClient.connect(
+                    url,
+                    api_key=self.endpoint.api_key,
+                    beta_header=self.endpoint.beta_header,
+                    timeout_s=self.options.connect_timeout_s,
+                )
         elif self.pool is not None:
             self.sse = self.pool.acquire(url, self.endpoint.api_key, self.options.read_timeout_s)
         else:
