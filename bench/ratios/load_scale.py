@@ -79,7 +79,7 @@ class PeakRss:
 
 def run_level(
     server: EmbeddedServer, rollouts: list[Rollout], count: int, args: argparse.Namespace
-) -> dict[str, float]:
+) -> dict[str, Any]:
     endpoint = Endpoint(server.ws_url, server.http_url)
     options = ReplayOptions(mode="ws", max_turns=args.turns, time_scale=args.time_scale)
     jobs = [rollouts[i % len(rollouts)] for i in range(count)]
@@ -87,7 +87,7 @@ def run_level(
     async def runner(rollout: Rollout, intended: int | None) -> RolloutResult:
         return await replay_rollout(rollout, endpoint, options)
 
-    before = rss_mib()
+    before, overflows_before = rss_mib(), listen_overflows()
     cpu_before, started = time.process_time(), time.perf_counter()
     with load_gc(), PeakRss() as peak:  # as `wsmode bench` runs its client
         results = asyncio.run(closed_loop(jobs, runner, concurrency=count))
@@ -95,12 +95,21 @@ def run_level(
     used_s = time.process_time() - cpu_before
     samples = [t.to_sample() for r in results for t in r.turns]
     row = figures(samples, count, (peak.peak - before) / count, used_s / wall_s, args.time_scale)
-    return row | {"peak_mib": peak.peak}
+    return row | {"peak_mib": peak.peak, "overflows": listen_overflows() - overflows_before}
+
+
+def listen_overflows() -> int:
+    """The kernel's count of connections a full accept queue dropped (machine-wide, TcpExt)."""
+    lines = [line.split() for line in Path("/proc/net/netstat").read_text().splitlines()]
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        if names[0] == "TcpExt:" and "ListenOverflows" in names:
+            return int(values[names.index("ListenOverflows")])
+    return 0
 
 
 def figures(
     samples: list[dict[str, Any]], count: int, mib_each: float, cpu_share: float, scale: float
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """One row from the turns' samples (`bench.samples[]` entries)."""
     overshoot = [
         t["tool_wait_waited_ms"] - t["tool_wait_recorded_ms"] * scale
@@ -126,7 +135,18 @@ def figures(
         "ttft_p99": percentile(ttft_error, 99) if ttft_error else nan,
         "ttft_max": max(ttft_error, default=nan),
         "cpu_share": cpu_share,
+        "errors": failure_reasons(samples),
     }
+
+
+def failure_reasons(samples: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """The failed turns' errors, most common first (each cut at 100 chars)."""
+    counts: dict[str, int] = {}
+    for sample in samples:
+        if not sample["ok"]:
+            reason = str(sample["error"])[:100]
+            counts[reason] = counts.get(reason, 0) + 1
+    return sorted(((n, reason) for reason, n in counts.items()), reverse=True)
 
 
 def pids_rss_mib(pids: list[int]) -> float:
@@ -148,7 +168,7 @@ def cpu_s(pids: list[int]) -> float:
     return total
 
 
-def run_locust(server: EmbeddedServer, count: int, args: argparse.Namespace) -> dict[str, float]:
+def run_locust(server: EmbeddedServer, count: int, args: argparse.Namespace) -> dict[str, Any]:
     """`count` WsRolloutUsers over `--locust-workers` locust workers (master + workers)."""
     out = Path(tempfile.mkdtemp(prefix="wsmode-load-scale-"))
     common = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE)]
@@ -259,6 +279,11 @@ def main() -> int:
             f"{row['ttft_p99'] / base['ttft_p99']:>12.2f}"
         )
     print("(ms; wait+ = a tool wait's overshoot, TTFT err = client minus server-stamped TTFT)")
+    for row in rows:
+        if row.get("overflows"):
+            print(f"  {row['rollouts']:.0f} rollouts: {row['overflows']} listen-queue overflows")
+        for count, reason in row["errors"][:3]:
+            print(f"  {row['rollouts']:.0f} rollouts: {count} turns failed with {reason!r}")
     print(f"(ran in {time.monotonic() - started:.0f} s)")
     return 0
 
