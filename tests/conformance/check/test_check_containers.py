@@ -239,3 +239,31 @@ def test_a_ruby_vcr_body_stored_as_binary_is_judged_like_its_text(tmp_path: Path
     path = tmp_path / "binary.yml"
     path.write_text(binary)
     assert _only_response(path) == _only_response(RUBY_VCR)
+
+
+DD_RESPONSES_STREAM = (
+    FORMATS / "dd-apm-test-agent-dd-trace-py-responses-o4-mini-stream-aaef3e68.json"
+)
+DD_RESPONSES_JSON = (
+    FORMATS / "dd-apm-test-agent-dd-trace-py-responses-gpt-4.1-function-output-eae4a165.json"
+)
+
+
+def test_a_real_test_agent_cassette_of_a_responses_stream_passes(capsys: Any) -> None:
+    """A streamed o4-mini call with a reasoning summary, as the test agent recorded it."""
+    assert main(["check", str(DD_RESPONSES_STREAM)]) == 0
+    out = capsys.readouterr().out
+    assert "144 events from interaction 1, line 1, response.completed): PASS" in out
+    (response,) = check_file(DD_RESPONSES_STREAM).responses
+    assert response.findings == [] and response.events == 144
+
+
+def test_a_real_test_agent_cassette_of_a_plain_response_is_skipped_and_counted() -> None:
+    """A non-streamed Responses call: a Response object, no events, so nothing to judge."""
+    report = check_file(DD_RESPONSES_JSON)
+    assert report.responses == [] and report.skipped == 1
+    assert report.notes == [
+        "interaction 1 (POST https://api.openai.com/v1/responses): skipped,"
+        " not Responses traffic: a Response object, not an event stream"
+        " (only streams are judged)"
+    ]
