@@ -267,3 +267,27 @@ def test_a_real_test_agent_cassette_of_a_plain_response_is_skipped_and_counted()
         " not Responses traffic: a Response object, not an event stream"
         " (only streams are judged)"
     ]
+
+
+RUBY_VCR_BINARY = FORMATS / "ruby-vcr-binary-ruby_llm-bedrock_mantle_responses_streams.yml"
+
+
+def test_a_real_ruby_vcr_binary_body_is_read_and_its_real_deviations_found() -> None:
+    """Bedrock Mantle's stream (gpt-oss-20b), its body as Psych's `!binary` base64.
+
+    The message's only content part arrives as content_index 1 (the reasoning item's part was
+    0): the real server's deviation, which check must find, not a reading error.
+    """
+    assert "string: !binary |-" in RUBY_VCR_BINARY.read_text(encoding="utf-8")
+    (response,) = check_file(RUBY_VCR_BINARY).responses
+    assert (response.events, response.terminal) == (15, "response.completed")
+    assert response.verdict == "FAIL"
+    assert sorted({f.rule_id for f in response.findings}) == [
+        "event.unknown_type",  # response.reasoning_part.added/.done: not OpenAI events
+        "item.done_matches",
+        "part.index_order",
+        "part.unknown_index",
+    ]
+    assert next(f for f in response.findings if f.rule_id == "part.index_order").message == (
+        "content_index 1, expected 0"
+    )
