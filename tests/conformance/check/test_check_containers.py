@@ -291,3 +291,18 @@ def test_a_real_ruby_vcr_binary_body_is_read_and_its_real_deviations_found() -> 
     assert next(f for f in response.findings if f.rule_id == "part.index_order").message == (
         "content_index 1, expected 0"
     )
+
+
+RUBY_VCR_BINARY_OPENAI = FORMATS / "ruby-vcr-binary-activeagent-gpt-4.1-function-call-streaming.yml"
+
+
+def test_a_real_ruby_vcr_cassette_with_text_and_binary_streams_passes() -> None:
+    """api.openai.com: a function call streamed as text, then its answer stored as `!binary`."""
+    raw = RUBY_VCR_BINARY_OPENAI.read_text(encoding="utf-8")
+    assert raw.count("string: !binary |-") == 1 and "event: response.output_text.done" not in raw
+    first, second = check_file(RUBY_VCR_BINARY_OPENAI).responses
+    assert [(r.verdict, r.events, r.terminal) for r in (first, second)] == [
+        ("PASS", 18, "response.completed"),  # the function_call, read from the text body
+        ("PASS", 35, "response.completed"),  # the answer, read from the base64 body
+    ]
+    assert first.findings == [] and second.findings == []
