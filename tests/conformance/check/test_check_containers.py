@@ -181,11 +181,17 @@ def test_a_dd_apm_test_agent_cassette_is_judged_from_its_body(tmp_path: Path) ->
 
 
 def _fetch_hook_lines(events: list[dict[str, Any]]) -> str:
-    """OpenRouter's fetch-hooks form: the first events parsed, the rest as raw SSE fragments."""
-    lines = [{"comment": "recorded"}, {"delay_ms": 12}]
-    lines += [{"json": e} for e in events[:3]]
-    sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events[3:])
-    lines += [{"text": sse[i : i + 50]} for i in range(0, len(sse), 50)]
+    """As @effect-native/fetch-hooks records: a payload a network chunk cut is a `text` record
+    of its start, then one of the raw rest (blank line included); `[DONE]` is `text` too."""
+    lines: list[dict[str, Any]] = [{"comment": ": OPENROUTER PROCESSING\n\n"}, {"delay_ms": 12}]
+    for number, event in enumerate(events):
+        payload = json.dumps(event)
+        if number % 2:
+            lines += [{"json": event}, {"delay_ms": 0}]
+        else:
+            cut = len(payload) // 2
+            lines += [{"text": payload[:cut]}, {"delay_ms": 0}, {"text": payload[cut:] + "\n\n"}]
+    lines.append({"text": "[DONE]"})
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
@@ -306,3 +312,62 @@ def test_a_real_ruby_vcr_cassette_with_text_and_binary_streams_passes() -> None:
         ("PASS", 35, "response.completed"),  # the answer, read from the base64 body
     ]
     assert first.findings == [] and second.findings == []
+
+
+FETCH_HOOKS = FORMATS / "openrouter-fetch-hooks-ai-sdk-provider-{}.jsonl"
+
+
+def test_real_fetch_hooks_recordings_rejoin_a_payload_cut_across_text_records() -> None:
+    """OpenRouter's Responses streams, as its ai-sdk-provider's tests recorded them: the
+    response.completed a network chunk cut is rejoined from its two `text` records."""
+    (plain,) = check_file(Path(str(FETCH_HOOKS).format("CHlILDuJN6g-gpt-4o-mini"))).responses
+    assert (plain.verdict, plain.events, plain.terminal) == ("PASS", 10, "response.completed")
+    assert plain.findings == []
+    report = check_file(Path(str(FETCH_HOOKS).format("9bj2RDJrHNF-function-call")))
+    (tool,) = report.responses
+    assert (tool.events, tool.terminal, report.notes) == (6, "response.completed", [])
+    # OpenRouter's own deviation: the done function_call item, and the completed output, drop
+    # the `id` the added item carried
+    assert tool.verdict == "FAIL"
+    assert sorted({f.rule_id for f in tool.findings}) == [
+        "item.id_match",
+        "terminal.output_matches",
+    ]
+
+
+def test_a_real_fetch_hooks_event_the_recorder_cut_off_is_noted_not_blamed() -> None:
+    """The recorder kept only the start of this stream's response.completed (the chunk with its
+    tail also held `[DONE]`, and only `[DONE]` was kept): that event is left out with a note;
+    the response.created cut across two records is rejoined, so the stream starts at seq 0."""
+    report = check_file(Path(str(FETCH_HOOKS).format("69A9tNSV4LJ-cut-off")))
+    (response,) = report.responses
+    assert report.notes == [
+        "line 13: an event the recorder cut off (only the start of its data payload was kept):"
+        " not judged"
+    ]
+    assert (response.events, response.terminal) == (5, None)
+    assert response.response_id == "gen-1767766555-y9ohAWaVMG3LKH3oZa0I"  # from the rejoined one
+    assert {f.rule_id for f in response.findings} == {"item.id_match"}  # not seq.start, lifecycle
+
+
+def test_a_fetch_hooks_payload_cut_into_three_and_raw_sse_chunks_are_read(tmp_path: Path) -> None:
+    from tests.protocol.conftest import full_stream
+
+    events = full_stream()
+    first, second, *rest = events
+    payload = json.dumps(second)
+    third = len(payload) // 3
+    records: list[dict[str, Any]] = [
+        {"text": f"event: {first['type']}\n"},  # a chunk that held only the event's name
+        {"json": first},
+        {"text": payload[:third]},
+        {"text": payload[third : 2 * third]},  # a middle piece: no blank line yet
+        {"text": payload[2 * third :] + "\n\n"},
+        {"text": "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in rest)},
+        {"text": "[DONE]"},
+    ]
+    path = tmp_path / "response.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = check_file(path)
+    (response,) = report.responses
+    assert (response.verdict, response.events, report.notes) == ("PASS", len(events), [])
