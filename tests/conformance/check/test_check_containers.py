@@ -371,3 +371,15 @@ def test_a_fetch_hooks_payload_cut_into_three_and_raw_sse_chunks_are_read(tmp_pa
     report = check_file(path)
     (response,) = report.responses
     assert (response.verdict, response.events, report.notes) == ("PASS", len(events), [])
+
+
+GO_VCR_RESPONSES = FORMATS / "go-vcr-fantasy-openai-gpt-4o-simple_streaming.yaml"
+
+
+def test_a_real_go_vcr_cassette_of_a_responses_stream_passes(capsys: Any) -> None:
+    """go-vcr v2 as charmbracelet/fantasy records api.openai.com (the official Go SDK)."""
+    assert main(["check", str(GO_VCR_RESPONSES)]) == 0
+    out = capsys.readouterr().out
+    assert "10 events from interaction 1, line 1, response.completed): PASS" in out
+    (response,) = check_file(GO_VCR_RESPONSES).responses
+    assert response.findings == []
