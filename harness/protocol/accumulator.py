@@ -487,6 +487,14 @@ class ResponseAccumulator:
             return
         streamed = [item.item_id for item in self.items if item.final is not None]
         listed_ids = [i.get("id") for i in listed if isinstance(i, dict)]
+        omitted = [n for n, i in enumerate(listed) if isinstance(i, dict) and "id" not in i]
+        for index in omitted:  # listed by position without its id: judged as item.id_omitted
+            if index < len(self.items) and self.items[index].item_id is not None:
+                listed_ids[index] = self.items[index].item_id
+        if omitted:
+            self._violate(
+                "item.id_omitted", f"the terminal's output omits the ids at {omitted}", event
+            )
         if [i for i in listed_ids if i in streamed] != streamed:
             self._violate(
                 "terminal.output_matches", f"output lists {listed_ids}, streamed {streamed}", event
@@ -638,7 +646,11 @@ class ResponseAccumulator:
         item.final = final
         if item.item_type not in STRICT_ITEM_TYPES:
             return
-        if final.get("id") != item.item_id:
+        if "id" not in final and item.item_id is not None:
+            # the API's output item types make `id` optional and the SDKs put the done item at
+            # its index: an omitted id loses nothing, a different one mixes two items
+            self._violate("item.id_omitted", f"done item omits its id {item.item_id}", event)
+        elif final.get("id") != item.item_id:
             self._violate(
                 "item.id_match", f"done item id {final.get('id')} != {item.item_id}", event
             )

@@ -104,6 +104,18 @@ def wrong_item_id(events: Events) -> Events:
     return events
 
 
+def done_item_id_omitted(events: Events) -> Events:
+    done = events[_find(events, "response.output_item.done", 2)]
+    del done["item"]["id"]  # the API's types make it optional: nothing is lost, a SHOULD
+    return events
+
+
+def done_item_id_differs(events: Events) -> Events:
+    done = events[_find(events, "response.output_item.done", 2)]
+    done["item"]["id"] = "fc_other"  # two items mixed: a MUST
+    return events
+
+
 def item_done_differs(events: Events) -> Events:
     done = events[_find(events, "response.output_item.done", 2)]
     done["item"]["arguments"] = "{}"
@@ -157,6 +169,8 @@ MUTATIONS: dict[Callable[[Events], Events], str] = {
     output_index_gap: "item.index_order",
     unknown_index: "item.unknown_index",
     wrong_item_id: "item.id_match",
+    done_item_id_omitted: "item.id_omitted",
+    done_item_id_differs: "item.id_match",
     item_done_differs: "item.done_matches",
     completed_with_open_item: "terminal.unfinished_items",
     missing_field: "event.schema",
@@ -170,6 +184,10 @@ MUTATIONS: dict[Callable[[Events], Events], str] = {
 @pytest.mark.parametrize("mutate", list(MUTATIONS), ids=lambda m: m.__name__)
 def test_each_mutation_is_caught_by_its_rule(mutate: Callable[[Events], Events]) -> None:
     assert MUTATIONS[mutate] in rule_ids(mutate(full_stream()))
+
+
+def test_an_omitted_done_item_id_is_not_also_a_mismatch() -> None:
+    assert rule_ids(done_item_id_omitted(full_stream())) == {"item.id_omitted"}
 
 
 def test_every_rule_is_documented() -> None:
