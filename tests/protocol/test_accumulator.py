@@ -320,3 +320,31 @@ def test_a_lifecycle_event_whose_response_is_not_an_object_is_a_violation_not_a_
         acc.feed(event)
     assert "event.schema" in {v.rule_id for v in acc.violations}
     assert acc.done and acc.terminal_type == "response.completed"
+
+
+def _announce_second_item_first(events: Events) -> Events:
+    """The message (index 1) announced before the reasoning item (index 0), as OpenRouter's
+    advisor streams do: their `output_item.added` events swapped, all else kept."""
+    first = _find(events, "response.output_item.added")
+    second = _find(events, "response.output_item.added", 1)
+    events.insert(first, events.pop(second))
+    return _renumber(events)
+
+
+def test_an_item_announced_ahead_is_judged_once_and_every_item_still_followed() -> None:
+    # the message is open while the reasoning streams: item.sequential, rightly; no
+    # item.unknown_index for the message's events, no "never announced" at the terminal
+    swapped = {"item.index_order", "item.sequential"}
+    assert rule_ids(_announce_second_item_first(full_stream())) == swapped
+    broken = _announce_second_item_first(full_stream())
+    broken[_find(broken, "response.output_text.delta")]["delta"] = "Jel"  # judged all the same
+    assert rule_ids(broken) == swapped | {"text.done_matches_deltas"}
+
+
+def test_an_index_far_ahead_or_a_place_never_announced_is_still_caught() -> None:
+    events = full_stream()
+    events[_find(events, "response.output_item.added", 1)]["output_index"] = 10_000
+    assert {"item.index_order", "item.unknown_index"} <= rule_ids(events)  # not followed
+    events = full_stream()
+    events[_find(events, "response.output_item.added", 1)]["output_index"] = 2  # 1 never comes
+    assert {"item.index_order", "terminal.unfinished_items"} <= rule_ids(events)
