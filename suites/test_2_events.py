@@ -311,6 +311,18 @@ async def test_done_matches_stream(ctx: CaseContext) -> None:
 
 
 @case(
+    "3.3.items.done-repeats-id",
+    level="SHOULD",
+    category="events",
+    title="output_item.done and the terminal's output repeat each item's id (optional in the "
+    "API's types: an omitted id loses nothing, a different one is item.id_match)",
+    rules=("item.id_omitted",),
+)
+async def test_done_repeats_id(ctx: CaseContext) -> None:
+    await every_kind(ctx)
+
+
+@case(
     "3.3.response.id-stable",
     level="MUST",
     category="events",

@@ -16,7 +16,7 @@ INFO rule never raises: it reports, it does not judge).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.protocol.beta import BETA_EVENT_TYPES, agent_name, beta_problems
@@ -38,6 +38,19 @@ from harness.protocol.state import (
     next_item_phase,
     next_response_phase,
 )
+from harness.protocol.stream_items import (
+    BEFORE_RESUME,
+    CONTENT_EVENTS,
+    MAX_HELD_GAP,
+    NOT_YET_ANNOUNCED,
+    REASONING_TEXT_EVENTS,
+    SUMMARY_EVENTS,
+    OutputItem,
+    Part,
+    has_streamed,
+    ids_before_resume,
+    part_target,
+)
 from harness.protocol.stream_rules import (
     RULES as RULES,
 )
@@ -47,48 +60,6 @@ from harness.protocol.stream_rules import (
 from harness.protocol.stream_rules import (
     Violation as Violation,
 )
-
-
-@dataclass(slots=True)
-class _Part:
-    pieces: list[str] = field(default_factory=list)
-    done_text: str | None = None
-
-
-@dataclass(slots=True)
-class _Item:
-    item_type: str
-    item_id: str | None
-    phase: ItemPhase
-    agent: str | None = None  # a multi-agent item's `agent.agent_name` (PROTOCOL.md §2.2)
-    parts: list[_Part] = field(default_factory=list)  # content parts, or reasoning summaries
-    reasoning_text: list[_Part] = field(default_factory=list)  # a reasoning item's content parts
-    argument_pieces: list[str] = field(default_factory=list)
-    done_arguments: str | None = None
-    final: dict[str, Any] | None = None
-
-
-_CONTENT_EVENTS = frozenset(
-    {
-        "response.output_text.delta",
-        "response.output_text.done",
-        "response.output_text.annotation.added",
-        "response.refusal.delta",
-        "response.refusal.done",
-        "response.content_part.done",
-    }
-)
-_SUMMARY_EVENTS = frozenset(
-    {
-        "response.reasoning_summary_text.delta",
-        "response.reasoning_summary_text.done",
-        "response.reasoning_summary_part.done",
-    }
-)
-_REASONING_TEXT_EVENTS = frozenset(
-    {"response.reasoning_text.delta", "response.reasoning_text.done"}
-)
-
 
 _CORE_DELTA_FIELDS = {"sequence_number": int, "output_index": int, "item_id": str, "delta": str}
 
@@ -121,11 +92,11 @@ def _fast_delta(
     assert phases and item_type in STRICT_ITEM_TYPES, event_type
     part_key = (
         "content_index"
-        if event_type in _CONTENT_EVENTS or event_type in _REASONING_TEXT_EVENTS
+        if event_type in CONTENT_EVENTS or event_type in REASONING_TEXT_EVENTS
         else "summary_index"
     )
     assert sink == "arguments" or (part_key, int) in extra
-    assert sink != "part" or event_type in _CONTENT_EVENTS or event_type in _SUMMARY_EVENTS
+    assert sink != "part" or event_type in CONTENT_EVENTS or event_type in SUMMARY_EVENTS
     return _FastDelta(tuple(extra), item_type, phases, sink, part_key)
 
 
@@ -162,7 +133,7 @@ class ResponseAccumulator:
         self.response_id: str | None = None
         self.error: ApiError | None = None  # an in-response `error` event
         self.terminal_type: str | None = None
-        self.items: list[_Item] = []
+        self.items: list[OutputItem] = []
         self.event_count = 0
         self._next_seq: int | None = None
         self._open_item: int | None = None  # index of the strict item currently streaming
@@ -435,10 +406,10 @@ class ResponseAccumulator:
             self._check_output_listing(response, event)
             self._check_usage(response.get("usage"), event)
         # the field rules (field_rules.py), registered here so every reader applies them
-        streamed = any(_has_streamed(item) for item in self.items)
+        streamed = any(has_streamed(item) for item in self.items)
         announced = {item.item_id for item in self.items}
         if self.resumed_after is not None:  # what came before the resume point was not seen here
-            announced |= _ids_before_resume(self.items, response.get("output"))
+            announced |= ids_before_resume(self.items, response.get("output"))
         for rule_id, message in terminal_problems(
             response, streamed_output=streamed, announced_ids=announced
         ):
@@ -487,6 +458,14 @@ class ResponseAccumulator:
             return
         streamed = [item.item_id for item in self.items if item.final is not None]
         listed_ids = [i.get("id") for i in listed if isinstance(i, dict)]
+        omitted = [n for n, i in enumerate(listed) if isinstance(i, dict) and "id" not in i]
+        for index in omitted:  # listed by position without its id: judged as item.id_omitted
+            if index < len(self.items) and self.items[index].item_id is not None:
+                listed_ids[index] = self.items[index].item_id
+        if omitted:
+            self._violate(
+                "item.id_omitted", f"the terminal's output omits the ids at {omitted}", event
+            )
         if [i for i in listed_ids if i in streamed] != streamed:
             self._violate(
                 "terminal.output_matches", f"output lists {listed_ids}, streamed {streamed}", event
@@ -523,7 +502,7 @@ class ResponseAccumulator:
         if self.resumed_after is not None and not self._seen_own_item:
             self._seen_own_item = True
             bound = index if event_type == "response.output_item.added" else index + 1
-            self.items.extend(_Item(_BEFORE_RESUME, None, ItemPhase.DONE) for _ in range(bound))
+            self.items.extend(OutputItem(BEFORE_RESUME, None, ItemPhase.DONE) for _ in range(bound))
         if event_type == "response.output_item.added":
             self._on_item_added(index, event)
             return
@@ -531,8 +510,11 @@ class ResponseAccumulator:
             self._violate("item.unknown_index", f"{event_type} for output_index {index}", event)
             return
         item = self.items[index]
-        if item.item_type == _BEFORE_RESUME:
+        if item.item_type == BEFORE_RESUME:
             return  # announced before the resume point: its grammar cannot be followed
+        if item.item_type == NOT_YET_ANNOUNCED:
+            self._violate("item.unknown_index", f"{event_type} for output_index {index}", event)
+            return
         item_id = event.get("item_id")
         if item_id is not None and item.item_id is not None and item_id != item.item_id:
             self._violate(
@@ -561,23 +543,40 @@ class ResponseAccumulator:
             self._on_item_done(item, event)
 
     def _on_item_added(self, index: int, event: Mapping[str, Any]) -> None:
-        if index != len(self.items):
+        fills_held = (
+            0 <= index < len(self.items) and self.items[index].item_type == NOT_YET_ANNOUNCED
+        )
+        if index != len(self.items) and not fills_held:
             self._violate(
                 "item.index_order", f"output_index {index}, expected {len(self.items)}", event
             )
-            return
+            if not len(self.items) < index <= len(self.items) + MAX_HELD_GAP:
+                return  # announced twice, negative, or far ahead: nothing to follow it by
+            # announced ahead of its predecessors: their places are held, so the events of
+            # every item go on being judged (one finding, not one per later event)
+            gap = index - len(self.items)
+            places = (OutputItem(NOT_YET_ANNOUNCED, None, ItemPhase.ADDED) for _ in range(gap))
+            self.items.extend(places)
         raw = event.get("item")
         item = raw if isinstance(raw, dict) else {}
         item_type = str(item.get("type", ""))
         agent = agent_name(item) or agent_name(event)
         self._check_interleaving(index, None, event, agent)
-        self.items.append(_Item(item_type, item.get("id"), ItemPhase.ADDED, agent))
+        added = OutputItem(item_type, item.get("id"), ItemPhase.ADDED, agent)
+        if index < len(self.items):
+            self.items[index] = added  # a held place, announced now
+        else:
+            self.items.append(added)
         if item_type in STRICT_ITEM_TYPES:
             self._open_item = index
             self._open_by_agent[agent] = index
 
     def _check_interleaving(
-        self, index: int, item: _Item | None, event: Mapping[str, Any], agent: str | None = None
+        self,
+        index: int,
+        item: OutputItem | None,
+        event: Mapping[str, Any],
+        agent: str | None = None,
     ) -> None:
         """Strict items stream one after another; in a multi-agent response, per agent."""
         if item is not None and item.item_type not in STRICT_ITEM_TYPES:
@@ -591,8 +590,8 @@ class ResponseAccumulator:
                 "item.sequential", f"output_index {index} while {open_index} is still open", event
             )
 
-    def _apply_content(self, item: _Item, event_type: str, event: Mapping[str, Any]) -> None:
-        target = _part_target(item, event_type)
+    def _apply_content(self, item: OutputItem, event_type: str, event: Mapping[str, Any]) -> None:
+        target = part_target(item, event_type)
         if target is not None:
             key, parts = target
             if event_type.endswith("part.added"):
@@ -600,7 +599,7 @@ class ResponseAccumulator:
                     self._violate(
                         "part.index_order", f"{key} {event.get(key)}, expected {len(parts)}", event
                     )
-                parts.append(_Part())
+                parts.append(Part())
                 return
             part_index = event.get(key)
             if not isinstance(part_index, int) or not 0 <= part_index < len(parts):
@@ -616,7 +615,7 @@ class ResponseAccumulator:
                     "arguments.done_matches_deltas", "arguments differ from their deltas", event
                 )
 
-    def _apply_part_event(self, part: _Part, event_type: str, event: Mapping[str, Any]) -> None:
+    def _apply_part_event(self, part: Part, event_type: str, event: Mapping[str, Any]) -> None:
         if event_type.endswith(".delta"):
             part.pieces.append(str(event.get("delta", "")))
         elif event_type.endswith("_part.done") or event_type == "response.content_part.done":
@@ -632,13 +631,17 @@ class ResponseAccumulator:
                     "text.done_matches_deltas", "deltas do not add up to the .done text", event
                 )
 
-    def _on_item_done(self, item: _Item, event: Mapping[str, Any]) -> None:
+    def _on_item_done(self, item: OutputItem, event: Mapping[str, Any]) -> None:
         raw = event.get("item")
         final = raw if isinstance(raw, dict) else {}
         item.final = final
         if item.item_type not in STRICT_ITEM_TYPES:
             return
-        if final.get("id") != item.item_id:
+        if "id" not in final and item.item_id is not None:
+            # the API's output item types make `id` optional and the SDKs put the done item at
+            # its index: an omitted id loses nothing, a different one mixes two items
+            self._violate("item.id_omitted", f"done item omits its id {item.item_id}", event)
+        elif final.get("id") != item.item_id:
             self._violate(
                 "item.id_match", f"done item id {final.get('id')} != {item.item_id}", event
             )
@@ -657,7 +660,7 @@ class ResponseAccumulator:
         self,
         final: Mapping[str, Any],
         key: str,
-        streamed_parts: list[_Part],
+        streamed_parts: list[Part],
         event: Mapping[str, Any],
     ) -> None:
         parts = final.get(key)
@@ -678,34 +681,6 @@ class ResponseAccumulator:
 _ITEM_DONE = "response.output_item.done"
 
 
-def _has_streamed(item: _Item) -> bool:
-    """Whether the stream carried content the model generated (text, arguments, reasoning); a
-    call a program issued (`caller.type` "program", programmatic tool calling) is not sampled."""
-    caller = (item.final or {}).get("caller")
-    if isinstance(caller, dict) and caller.get("type") == "program":
-        return False
-    parts = (*item.parts, *item.reasoning_text)
-    return any(p.done_text or any(p.pieces) for p in parts) or bool(
-        item.done_arguments or any(item.argument_pieces)
-    )
-
-
-# An item announced before a resumed stream's first event: taken as done, its events unjudged.
-_BEFORE_RESUME = "<before the resume point>"
-
-
-def _ids_before_resume(items: list[_Item], listed: Any) -> set[str | None]:
-    """The ids a resumed response's terminal lists at the places of items announced before the
-    resume point: this stream never saw them announced, and they are not foreign."""
-    if not isinstance(listed, list):
-        return set()
-    return {
-        entry.get("id")
-        for item, entry in zip(items, listed, strict=False)
-        if item.item_type == _BEFORE_RESUME and isinstance(entry, dict)
-    }
-
-
 # What a resumed stream's first event may follow: a later start event, or output (any other).
 _RESUME_PHASE = {
     "response.queued": Phase.IDLE,
@@ -714,24 +689,6 @@ _RESUME_PHASE = {
 }
 # Required fields recordings of the older API (early 2025, PROTOCOL.md §9) do not carry.
 _LEGACY_FIELDS = ("sequence_number", "logprobs")
-
-
-def _part_target(item: _Item, event_type: str) -> tuple[str, list[_Part]] | None:
-    """The part list (and its index key) a content event of `item` works on, if any.
-
-    A reasoning item has two: its summaries, and (gpt-oss style) reasoning_text content parts;
-    a reasoning_text event outside a content part (the older, part-less form) has none."""
-    if item.item_type == "reasoning" and (
-        event_type in _REASONING_TEXT_EVENTS or event_type.startswith("response.content_part.")
-    ):
-        in_part = item.phase in (ItemPhase.REASONING_TEXT_OPEN, ItemPhase.REASONING_TEXT_DONE)
-        opened_part = event_type.startswith("response.content_part.")
-        return ("content_index", item.reasoning_text) if in_part or opened_part else None
-    if event_type in _SUMMARY_EVENTS or event_type == "response.reasoning_summary_part.added":
-        return "summary_index", item.parts
-    if event_type in _CONTENT_EVENTS or event_type == "response.content_part.added":
-        return "content_index", item.parts
-    return None
 
 
 def is_nested_error(event: Mapping[str, Any]) -> bool:

@@ -54,6 +54,12 @@ RULES: dict[str, tuple[StreamRuleLevel, str]] = {
     "item.index_order": ("MUST", "output_item.added announces output_index 0, 1, 2, ... in order"),
     "item.unknown_index": ("MUST", "events refer only to announced output indices"),
     "item.id_match": ("MUST", "item_id matches the id of the item announced at that index"),
+    "item.id_omitted": (
+        "SHOULD",
+        "output_item.done and the terminal's output repeat the id each item was announced with "
+        "(the API's output item types make it optional and the SDKs place items by index: an "
+        "omitted id loses nothing, where a different one is item.id_match)",
+    ),
     "item.grammar": ("MUST", "item events follow the item grammar (added, parts, deltas, done)"),
     "item.sequential": (
         "SHOULD",

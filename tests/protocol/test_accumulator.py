@@ -104,6 +104,18 @@ def wrong_item_id(events: Events) -> Events:
     return events
 
 
+def done_item_id_omitted(events: Events) -> Events:
+    done = events[_find(events, "response.output_item.done", 2)]
+    del done["item"]["id"]  # the API's types make it optional: nothing is lost, a SHOULD
+    return events
+
+
+def done_item_id_differs(events: Events) -> Events:
+    done = events[_find(events, "response.output_item.done", 2)]
+    done["item"]["id"] = "fc_other"  # two items mixed: a MUST
+    return events
+
+
 def item_done_differs(events: Events) -> Events:
     done = events[_find(events, "response.output_item.done", 2)]
     done["item"]["arguments"] = "{}"
@@ -157,6 +169,8 @@ MUTATIONS: dict[Callable[[Events], Events], str] = {
     output_index_gap: "item.index_order",
     unknown_index: "item.unknown_index",
     wrong_item_id: "item.id_match",
+    done_item_id_omitted: "item.id_omitted",
+    done_item_id_differs: "item.id_match",
     item_done_differs: "item.done_matches",
     completed_with_open_item: "terminal.unfinished_items",
     missing_field: "event.schema",
@@ -170,6 +184,10 @@ MUTATIONS: dict[Callable[[Events], Events], str] = {
 @pytest.mark.parametrize("mutate", list(MUTATIONS), ids=lambda m: m.__name__)
 def test_each_mutation_is_caught_by_its_rule(mutate: Callable[[Events], Events]) -> None:
     assert MUTATIONS[mutate] in rule_ids(mutate(full_stream()))
+
+
+def test_an_omitted_done_item_id_is_not_also_a_mismatch() -> None:
+    assert rule_ids(done_item_id_omitted(full_stream())) == {"item.id_omitted"}
 
 
 def test_every_rule_is_documented() -> None:
@@ -302,3 +320,31 @@ def test_a_lifecycle_event_whose_response_is_not_an_object_is_a_violation_not_a_
         acc.feed(event)
     assert "event.schema" in {v.rule_id for v in acc.violations}
     assert acc.done and acc.terminal_type == "response.completed"
+
+
+def _announce_second_item_first(events: Events) -> Events:
+    """The message (index 1) announced before the reasoning item (index 0), as OpenRouter's
+    advisor streams do: their `output_item.added` events swapped, all else kept."""
+    first = _find(events, "response.output_item.added")
+    second = _find(events, "response.output_item.added", 1)
+    events.insert(first, events.pop(second))
+    return _renumber(events)
+
+
+def test_an_item_announced_ahead_is_judged_once_and_every_item_still_followed() -> None:
+    # the message is open while the reasoning streams: item.sequential, rightly; no
+    # item.unknown_index for the message's events, no "never announced" at the terminal
+    swapped = {"item.index_order", "item.sequential"}
+    assert rule_ids(_announce_second_item_first(full_stream())) == swapped
+    broken = _announce_second_item_first(full_stream())
+    broken[_find(broken, "response.output_text.delta")]["delta"] = "Jel"  # judged all the same
+    assert rule_ids(broken) == swapped | {"text.done_matches_deltas"}
+
+
+def test_an_index_far_ahead_or_a_place_never_announced_is_still_caught() -> None:
+    events = full_stream()
+    events[_find(events, "response.output_item.added", 1)]["output_index"] = 10_000
+    assert {"item.index_order", "item.unknown_index"} <= rule_ids(events)  # not followed
+    events = full_stream()
+    events[_find(events, "response.output_item.added", 1)]["output_index"] = 2  # 1 never comes
+    assert {"item.index_order", "terminal.unfinished_items"} <= rule_ids(events)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -169,6 +170,8 @@ def _not_responses(name: str, body: str | None) -> str | None:
     except UnicodeEncodeError:  # a HAR's binary body, exported as text with lone surrogates
         return "a binary body (not UTF-8 text)"
     if "\ndata:" not in "\n" + body:
+        if _is_response_object(body):  # a call made without `stream`: no events to judge
+            return "a Response object, not an event stream (only streams are judged)"
         return "not an event stream"
     try:
         events = [event for _, _, event in sse_events(name, body.encode(), 0)]
@@ -182,3 +185,11 @@ def _not_responses(name: str, body: str | None) -> str | None:
     if not any(str(t).startswith("response.") for t in types):
         return f"no response.* event (first: {types[0]})"
     return None
+
+
+def _is_response_object(body: str) -> bool:
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(document, dict) and document.get("object") == "response"

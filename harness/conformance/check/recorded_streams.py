@@ -162,9 +162,14 @@ def unknown_container(document: Mapping[str, Any]) -> str:
 
 
 # -- OpenRouter fetch-hooks recordings ------------------------------------------------------------
-# One JSON object per line: `{"json": event}` (a parsed event), `{"text": fragment}` (raw SSE
-# text, in pieces), `{"comment": ...}` and `{"delay_ms": n}` (timing), in the order received.
+# What @effect-native/fetch-hooks writes (OpenRouter's SDK tests record with it), one JSON object
+# per line in the order received: `{"json": event}` (a data payload that parsed), `{"text": t}`
+# (one that did not: `[DONE]`, or the start of a payload a network chunk cut, whose rest is the
+# raw tail of the next chunk, blank line included), `{"comment": ...}`, `{"delay_ms": n}`. A
+# payload whose tail the recorder dropped (a chunk with the tail and the next event keeps only
+# the event) cannot be judged: it is left out with a note, not blamed on the server.
 _FETCH_HOOK_KEYS: Final = frozenset({"json", "text", "comment", "delay_ms"})
+_SSE_FIELDS: Final = ("event:", "id:", "retry:", ":")
 
 
 def _is_fetch_hook(record: Any) -> bool:
@@ -173,21 +178,80 @@ def _is_fetch_hook(record: Any) -> bool:
 
 def _fetch_hook_stream(name: str, records: list[tuple[int | None, Any]]) -> Stream:
     stream = Stream("")
-    parser = SseParser()
+    pending: tuple[int | None, str] | None = None  # a cut payload: the line it starts at, so far
     for line, record in records:
-        where = f"line {line}"
+        text = record.get("text")
         if "json" in record:
+            _cut_off(stream, pending)
+            pending = None
             event = record["json"]
             if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-                raise UnreadableInput(name, line, f"{where}: a 'json' record without a typed event")
-            stream.events.append(Located(event, line, where))
-        elif isinstance(record.get("text"), str):
-            for block in parser.blocks(record["text"].encode()):
-                _add_fetch_hook_block(name, stream, block, line)
-    last = parser.end_block()
-    if last is not None:
-        _add_fetch_hook_block(name, stream, last, records[-1][0])
+                raise UnreadableInput(
+                    name, line, f"line {line}: a 'json' record without a typed event"
+                )
+            stream.events.append(Located(event, line, f"line {line}"))
+        elif isinstance(text, str) and pending is not None:
+            joined = pending[1] + text
+            if _payload(joined) is not None:
+                _add_fetch_hook_payload(stream, joined, pending[0])
+                pending = None
+            elif _starts_anew(text) or text.endswith("\n\n"):
+                _cut_off(stream, pending)
+                pending = _fetch_hook_text(name, stream, text, line)
+            else:
+                pending = (pending[0], joined)  # a middle piece of a long payload
+        elif isinstance(text, str):
+            pending = _fetch_hook_text(name, stream, text, line)
+    _cut_off(stream, pending)
     return stream
+
+
+def _fetch_hook_text(
+    name: str, stream: Stream, text: str, line: int | None
+) -> tuple[int | None, str] | None:
+    """A `text` record read on its own; what is left pending when it is a payload's start."""
+    lines = [part for part in text.splitlines() if part.strip()]
+    if not lines or text.strip() == "[DONE]":
+        return None
+    if any(part.startswith("data:") for part in lines):  # raw SSE, as a chunk came
+        parser = SseParser()
+        blocks = parser.blocks(text.encode())
+        last = parser.end_block()
+        for block in [*blocks, *([last] if last is not None else [])]:
+            _add_fetch_hook_block(name, stream, block, line)
+        return None
+    if all(part.startswith(_SSE_FIELDS) for part in lines):
+        return None  # an event name or a comment: its data comes as its own record
+    if _payload(text) is not None:
+        _add_fetch_hook_payload(stream, text, line)
+        return None
+    return (line, text)
+
+
+def _starts_anew(text: str) -> bool:
+    stripped = text.strip()
+    return stripped == "[DONE]" or stripped.startswith("data:") or _payload(text) is not None
+
+
+def _payload(text: str) -> Any:
+    try:
+        return loads_document(text.strip())
+    except ValueError:
+        return None
+
+
+def _add_fetch_hook_payload(stream: Stream, text: str, line: int | None) -> None:
+    event = _payload(text)
+    if isinstance(event, dict) and isinstance(event.get("type"), str):
+        stream.events.append(Located(event, line, f"line {line}"))
+
+
+def _cut_off(stream: Stream, pending: tuple[int | None, str] | None) -> None:
+    if pending is not None:
+        stream.notes.append(
+            f"line {pending[0]}: an event the recorder cut off (only the start of its data"
+            " payload was kept): not judged"
+        )
 
 
 def _add_fetch_hook_block(name: str, stream: Stream, block: bytes, line: int | None) -> None:

@@ -181,11 +181,17 @@ def test_a_dd_apm_test_agent_cassette_is_judged_from_its_body(tmp_path: Path) ->
 
 
 def _fetch_hook_lines(events: list[dict[str, Any]]) -> str:
-    """OpenRouter's fetch-hooks form: the first events parsed, the rest as raw SSE fragments."""
-    lines = [{"comment": "recorded"}, {"delay_ms": 12}]
-    lines += [{"json": e} for e in events[:3]]
-    sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events[3:])
-    lines += [{"text": sse[i : i + 50]} for i in range(0, len(sse), 50)]
+    """As @effect-native/fetch-hooks records: a payload a network chunk cut is a `text` record
+    of its start, then one of the raw rest (blank line included); `[DONE]` is `text` too."""
+    lines: list[dict[str, Any]] = [{"comment": ": OPENROUTER PROCESSING\n\n"}, {"delay_ms": 12}]
+    for number, event in enumerate(events):
+        payload = json.dumps(event)
+        if number % 2:
+            lines += [{"json": event}, {"delay_ms": 0}]
+        else:
+            cut = len(payload) // 2
+            lines += [{"text": payload[:cut]}, {"delay_ms": 0}, {"text": payload[cut:] + "\n\n"}]
+    lines.append({"text": "[DONE]"})
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
@@ -239,3 +245,140 @@ def test_a_ruby_vcr_body_stored_as_binary_is_judged_like_its_text(tmp_path: Path
     path = tmp_path / "binary.yml"
     path.write_text(binary)
     assert _only_response(path) == _only_response(RUBY_VCR)
+
+
+DD_RESPONSES_STREAM = (
+    FORMATS / "dd-apm-test-agent-dd-trace-py-responses-o4-mini-stream-aaef3e68.json"
+)
+DD_RESPONSES_JSON = (
+    FORMATS / "dd-apm-test-agent-dd-trace-py-responses-gpt-4.1-function-output-eae4a165.json"
+)
+
+
+def test_a_real_test_agent_cassette_of_a_responses_stream_passes(capsys: Any) -> None:
+    """A streamed o4-mini call with a reasoning summary, as the test agent recorded it."""
+    assert main(["check", str(DD_RESPONSES_STREAM)]) == 0
+    out = capsys.readouterr().out
+    assert "144 events from interaction 1, line 1, response.completed): PASS" in out
+    (response,) = check_file(DD_RESPONSES_STREAM).responses
+    assert response.findings == [] and response.events == 144
+
+
+def test_a_real_test_agent_cassette_of_a_plain_response_is_skipped_and_counted() -> None:
+    """A non-streamed Responses call: a Response object, no events, so nothing to judge."""
+    report = check_file(DD_RESPONSES_JSON)
+    assert report.responses == [] and report.skipped == 1
+    assert report.notes == [
+        "interaction 1 (POST https://api.openai.com/v1/responses): skipped,"
+        " not Responses traffic: a Response object, not an event stream"
+        " (only streams are judged)"
+    ]
+
+
+RUBY_VCR_BINARY = FORMATS / "ruby-vcr-binary-ruby_llm-bedrock_mantle_responses_streams.yml"
+
+
+def test_a_real_ruby_vcr_binary_body_is_read_and_its_real_deviations_found() -> None:
+    """Bedrock Mantle's stream (gpt-oss-20b), its body as Psych's `!binary` base64.
+
+    The message's only content part arrives as content_index 1 (the reasoning item's part was
+    0): the real server's deviation, which check must find, not a reading error.
+    """
+    assert "string: !binary |-" in RUBY_VCR_BINARY.read_text(encoding="utf-8")
+    (response,) = check_file(RUBY_VCR_BINARY).responses
+    assert (response.events, response.terminal) == (15, "response.completed")
+    assert response.verdict == "FAIL"
+    assert sorted({f.rule_id for f in response.findings}) == [
+        "event.unknown_type",  # response.reasoning_part.added/.done: not OpenAI events
+        "item.done_matches",
+        "part.index_order",
+        "part.unknown_index",
+    ]
+    assert next(f for f in response.findings if f.rule_id == "part.index_order").message == (
+        "content_index 1, expected 0"
+    )
+
+
+RUBY_VCR_BINARY_OPENAI = FORMATS / "ruby-vcr-binary-activeagent-gpt-4.1-function-call-streaming.yml"
+
+
+def test_a_real_ruby_vcr_cassette_with_text_and_binary_streams_passes() -> None:
+    """api.openai.com: a function call streamed as text, then its answer stored as `!binary`."""
+    raw = RUBY_VCR_BINARY_OPENAI.read_text(encoding="utf-8")
+    assert raw.count("string: !binary |-") == 1 and "event: response.output_text.done" not in raw
+    first, second = check_file(RUBY_VCR_BINARY_OPENAI).responses
+    assert [(r.verdict, r.events, r.terminal) for r in (first, second)] == [
+        ("PASS", 18, "response.completed"),  # the function_call, read from the text body
+        ("PASS", 35, "response.completed"),  # the answer, read from the base64 body
+    ]
+    assert first.findings == [] and second.findings == []
+
+
+FETCH_HOOKS = FORMATS / "openrouter-fetch-hooks-ai-sdk-provider-{}.jsonl"
+
+
+def test_real_fetch_hooks_recordings_rejoin_a_payload_cut_across_text_records() -> None:
+    """OpenRouter's Responses streams, as its ai-sdk-provider's tests recorded them: the
+    response.completed a network chunk cut is rejoined from its two `text` records."""
+    (plain,) = check_file(Path(str(FETCH_HOOKS).format("CHlILDuJN6g-gpt-4o-mini"))).responses
+    assert (plain.verdict, plain.events, plain.terminal) == ("PASS", 10, "response.completed")
+    assert plain.findings == []
+    report = check_file(Path(str(FETCH_HOOKS).format("9bj2RDJrHNF-function-call")))
+    (tool,) = report.responses
+    assert (tool.events, tool.terminal, report.notes) == (6, "response.completed", [])
+    # OpenRouter's own deviation: the done function_call item, and the completed output, drop
+    # the `id` the added item carried. The API's types make it optional and nothing is lost:
+    # a SHOULD, not a FAIL (a different id would be MUST item.id_match)
+    assert tool.verdict == "NON-STRICT"
+    assert sorted({f.rule_id for f in tool.findings}) == ["item.id_omitted"]
+
+
+def test_a_real_fetch_hooks_event_the_recorder_cut_off_is_noted_not_blamed() -> None:
+    """The recorder kept only the start of this stream's response.completed (the chunk with its
+    tail also held `[DONE]`, and only `[DONE]` was kept): that event is left out with a note;
+    the response.created cut across two records is rejoined, so the stream starts at seq 0."""
+    report = check_file(Path(str(FETCH_HOOKS).format("69A9tNSV4LJ-cut-off")))
+    (response,) = report.responses
+    assert report.notes == [
+        "line 13: an event the recorder cut off (only the start of its data payload was kept):"
+        " not judged"
+    ]
+    assert (response.events, response.terminal) == (5, None)
+    assert response.response_id == "gen-1767766555-y9ohAWaVMG3LKH3oZa0I"  # from the rejoined one
+    # not seq.start, lifecycle: only OpenRouter's omitted item id
+    assert {f.rule_id for f in response.findings} == {"item.id_omitted"}
+
+
+def test_a_fetch_hooks_payload_cut_into_three_and_raw_sse_chunks_are_read(tmp_path: Path) -> None:
+    from tests.protocol.conftest import full_stream
+
+    events = full_stream()
+    first, second, *rest = events
+    payload = json.dumps(second)
+    third = len(payload) // 3
+    records: list[dict[str, Any]] = [
+        {"text": f"event: {first['type']}\n"},  # a chunk that held only the event's name
+        {"json": first},
+        {"text": payload[:third]},
+        {"text": payload[third : 2 * third]},  # a middle piece: no blank line yet
+        {"text": payload[2 * third :] + "\n\n"},
+        {"text": "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in rest)},
+        {"text": "[DONE]"},
+    ]
+    path = tmp_path / "response.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = check_file(path)
+    (response,) = report.responses
+    assert (response.verdict, response.events, report.notes) == ("PASS", len(events), [])
+
+
+GO_VCR_RESPONSES = FORMATS / "go-vcr-fantasy-openai-gpt-4o-simple_streaming.yaml"
+
+
+def test_a_real_go_vcr_cassette_of_a_responses_stream_passes(capsys: Any) -> None:
+    """go-vcr v2 as charmbracelet/fantasy records api.openai.com (the official Go SDK)."""
+    assert main(["check", str(GO_VCR_RESPONSES)]) == 0
+    out = capsys.readouterr().out
+    assert "10 events from interaction 1, line 1, response.completed): PASS" in out
+    (response,) = check_file(GO_VCR_RESPONSES).responses
+    assert response.findings == []
