@@ -67,9 +67,35 @@ with_heartbeat() {
   return "$rc"
 }
 
-stop_started() {  # every process the script started, by its own pid
+# tree PID: PID and every process under it, deepest first. A gateway started as
+# `third_party env ... &` runs in a background subshell (third_party is a function), so the pid
+# in PIDS is that subshell's and the gateway is its child: killing the pid alone left LiteLLM and
+# agentic-api running after the script had ended.
+tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do tree "$child"; done
+  echo "$1"
+}
+
+alive() {  # alive PID: running (a zombie awaiting `wait` is not)
+  local state
+  state=$(ps -o stat= -p "$1" 2>/dev/null) && [ "${state#Z}" = "$state" ]
+}
+
+stop_started() {  # every process the script started (by its pid), and everything under it
+  local pid all=() deadline
   for pid in "${PIDS[@]:-}"; do
+    [ -n "$pid" ] && all+=($(tree "$pid"))
+  done
+  for pid in "${all[@]:-}"; do
     [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  done
+  deadline=$((SECONDS + 10))  # a graceful stop first, then SIGKILL for what is left
+  for pid in "${all[@]:-}"; do
+    while [ -n "$pid" ] && alive "$pid" && [ $SECONDS -lt $deadline ]; do
+      sleep 0.2
+    done
+    [ -n "$pid" ] && alive "$pid" && kill -9 "$pid" 2>/dev/null || true
   done
   for pid in "${PIDS[@]:-}"; do
     [ -n "$pid" ] && wait "$pid" 2>/dev/null || true

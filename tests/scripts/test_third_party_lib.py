@@ -55,3 +55,22 @@ def test_a_heartbeat_keeps_the_commands_output_and_status(tmp_path: Path) -> Non
     )
     assert done.stdout.strip() == "status 3"
     assert log.read_text().strip() == "into-log"
+
+
+def test_stop_started_stops_what_a_background_function_started(tmp_path: Path) -> None:
+    """`third_party CMD &` (a function in the background) gives $! of a subshell, and CMD is its
+    child: stop_started stops CMD and the process it started too, not the subshell alone."""
+    pids = tmp_path / "pids"
+    script = (
+        f"third_party sh -c 'sleep 300 & echo $$ $! > {pids}; wait' &\n"
+        "PIDS+=($!)\n"
+        f"while [ ! -s {pids} ]; do sleep 0.05; done\n"
+        "stop_started\n"
+    )
+    done = _bash(script, PYTHON=sys.executable)
+    assert done.returncode == 0, done.stderr
+    for pid in pids.read_text().split():  # the gateway stand-in and its own child
+        state = subprocess.run(
+            ["ps", "-o", "stat=", "-p", pid], capture_output=True, text=True, check=False
+        ).stdout.strip()
+        assert state in ("", "Z"), f"process {pid} outlived stop_started ({state})"
