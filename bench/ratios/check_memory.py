@@ -8,6 +8,11 @@ whole would grow with it.
 
     python bench/ratios/check_memory.py                 # 16, 64, 256 MiB
     python bench/ratios/check_memory.py --mib 16 1024   # the issue's 1 GiB
+
+Forms `board` and `gate` do the same for `wsmode board` and `wsmode gate` over a certificate
+(a committed report.json of results/certify whose cases, wire logs and all, are repeated up to
+the size): results files are read in pieces and a case's wire log is dropped as it is read
+(harness/results/reading.py), so the peak follows the cases' count (~0.3 kB each), not the file.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 
 from harness.protocol.emitter import ResponseEmitter
 from harness.protocol.events import response_object
+from harness.results.schema import certify_summary
 from harness.transport.sse_wire import encode_events
 
 USAGE = {"input_tokens": 10, "output_tokens": 30, "total_tokens": 40}
@@ -58,8 +64,41 @@ def _write(path: Path, mib: int, form: str) -> int:
     return count
 
 
-def _peak_rss_mib(path: Path) -> tuple[int, float, float]:
-    argv = [sys.executable, "-c", _MEASURE, sys.executable, "-m", "harness.cli", "check", str(path)]
+CERTIFICATES = Path(__file__).resolve().parents[2] / "results" / "certify"
+
+
+def _write_certificate(path: Path, mib: int) -> int:
+    """A certify results file of about `mib` MiB (a committed one's cases repeated under new
+    ids, its summary recounted); the number of cases."""
+    base = json.loads(min(CERTIFICATES.glob("*/*/report.json")).read_text(encoding="utf-8"))
+    certify = base.pop("certify")
+    cases = certify.pop("cases")
+    certify.pop("summary")
+    written, light = 0, []
+    with path.open("w", encoding="utf-8") as f:
+        f.write(json.dumps(base)[:-1] + ', "certify": {"cases": [')
+        while written < mib * 1024 * 1024 or len(light) < len(cases):
+            case = {**cases[len(light) % len(cases)], "id": f"case-{len(light)}"}
+            text = json.dumps(case)
+            f.write(("," if light else "") + text)
+            written += len(text)
+            light.append({k: case[k] for k in ("id", "level", "verdict")})
+        f.write('], "summary": ' + json.dumps(certify_summary(light)))
+        f.write("".join(f", {json.dumps(k)}: {json.dumps(v)}" for k, v in certify.items()) + "}}")
+    return len(light)
+
+
+def _command(form: str, path: Path, out: Path) -> list[str]:
+    if form == "board":
+        return ["board", "--out", str(out), str(path)]
+    if form == "gate":
+        return ["gate", "--baseline", str(path), "--current", str(path)]
+    return ["check", str(path)]
+
+
+def _peak_rss_mib(path: Path, form: str) -> tuple[int, float, float]:
+    command = _command(form, path, path.parent / "board")
+    argv = [sys.executable, "-c", _MEASURE, sys.executable, "-m", "harness.cli", *command]
     started = time.perf_counter()
     out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
     return int(out[0]), int(out[1]) / 1024, time.perf_counter() - started
@@ -68,10 +107,12 @@ def _peak_rss_mib(path: Path) -> tuple[int, float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, nargs="+", default=[16, 64, 256])
-    parser.add_argument("--forms", nargs="+", default=["jsonl", "sse"], choices=["jsonl", "sse"])
+    parser.add_argument(
+        "--forms", nargs="+", default=["jsonl", "sse"], choices=["jsonl", "sse", "board", "gate"]
+    )
     args = parser.parse_args()
     print(
-        f"{'form':<6} {'file MiB':>9} {'responses':>10} {'exit':>5} {'peak RSS MiB':>13} "
+        f"{'form':<6} {'file MiB':>9} {'records':>10} {'exit':>5} {'peak RSS MiB':>13} "
         f"{'vs smallest':>12} {'s':>7}"
     )
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,8 +120,9 @@ def main() -> int:
             base: float | None = None
             for mib in sorted(args.mib):
                 path = Path(tmp) / f"capture-{mib}.{form}"
-                count = _write(path, mib, form)
-                status, peak, took = _peak_rss_mib(path)
+                certificate = form in ("board", "gate")
+                count = _write_certificate(path, mib) if certificate else _write(path, mib, form)
+                status, peak, took = _peak_rss_mib(path, form)
                 base = base or peak
                 size = path.stat().st_size / 1024 / 1024
                 print(

@@ -39,7 +39,7 @@ from harness.report.svg import Bar, Series, bar_chart, cdf_chart, fmt_ms
 from harness.results.histograms import LatencyHistogram
 from harness.results.identity import version_number
 from harness.results.page import html_page
-from harness.results.schema import ResultsSchemaError, load_result, parse_time
+from harness.results.schema import REPORT_DROP, ResultsSchemaError, load_result, parse_time
 from harness.results.slo import pooled_goodput
 from harness.results.store import slug, timestamp_slug
 from harness.results.workload import latency_payload
@@ -413,7 +413,7 @@ def render_markdown(board: Board, runs: Sequence[Run], *, title: str) -> str:
 def load_runs(paths: Iterable[str | Path]) -> list[Run]:
     runs = []
     for path in collect_inputs(paths):
-        runs.append(Run(source=path, result=load_result(path)))
+        runs.append(Run(source=path, result=load_result(path, drop=REPORT_DROP)))
     runs.sort(key=lambda r: (parse_time(r.result["started_at"]), str(r.source)))
     used: set[str] = set()
     for i, run in enumerate(runs, start=1):

@@ -14,7 +14,13 @@ from harness.progress import MAX_COLUMNS
 from harness.report import board, gate, gate_micro, runs_report
 from harness.report.gate_text import render_markdown, render_text
 from harness.results import llmd_report, runs_compare
-from harness.results.schema import ResultsSchemaError, dumps_result, load_result, ttft_definition
+from harness.results.schema import (
+    REPORT_DROP,
+    ResultsSchemaError,
+    dumps_result,
+    load_result,
+    ttft_definition,
+)
 from harness.results.store import list_results
 from harness.results.work import equal_pairs_note
 from harness.results.workload import describe_workload, latency_payload
@@ -104,8 +110,8 @@ def gate_main(
             report = gate_micro.run_micro_gate(*micro, config, require_samples=args.require_samples)
         else:
             report = gate.run_gate(
-                load_result(args.baseline),
-                load_result(args.current),
+                load_result(args.baseline, drop=REPORT_DROP),
+                load_result(args.current, drop=REPORT_DROP),
                 config,
                 require_samples=args.require_samples,
                 strict=args.strict,

@@ -39,6 +39,9 @@ def read_if_micro(path: str | Path) -> dict[str, Any] | None:
     """The parsed file when it is pytest-benchmark JSON, else None (a results file or garbage,
     for the results reader to judge); GateInputError for a pytest-benchmark file gone wrong."""
     try:
+        with Path(path).open("rb") as file:
+            if b'"wsmode-results"' in file.read(4096):
+                return None  # a results file (its schema comes first): read in pieces later
         data = read_json_document(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None

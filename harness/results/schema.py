@@ -29,7 +29,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from harness.protocol.wire import (
     loads_document,
 )
 from harness.results.machine import harness_info, machine_info
+from harness.results.reading import ResultsReadError, read_result_document
 
 SCHEMA_NAME = "wsmode-results"
 SCHEMA_VERSION = 2
@@ -218,6 +219,11 @@ def parse_result(text: str, source: str = "<result>") -> dict[str, Any]:
         raise ResultsSchemaError(f"{source}: not JSON: {exc}") from exc
     except ResultsSchemaError as exc:
         raise ResultsSchemaError(f"{source}: {exc}") from exc
+    return _accepted(obj, source)
+
+
+def _accepted(obj: Any, source: str) -> dict[str, Any]:
+    """`obj` validated (errors name `source`), old versions labelled with their TTFT mark."""
     try:
         validate_result(obj)
     except ResultsSchemaError as exc:
@@ -239,14 +245,23 @@ def ttft_definition(result: Mapping[str, Any]) -> str:
     return TTFT_DEFINITIONS.get(result.get("schema_version"), TTFT_DEFINITION)  # type: ignore[arg-type]
 
 
-def load_result(path: str | Path) -> dict[str, Any]:
-    """Read and validate a results file; refuses other schema versions with a clear message."""
+# What gate and board never read: a certify case's wire log (95 % of a certificate's bytes).
+REPORT_DROP = ("wire_log",)
+
+
+def load_result(path: str | Path, *, drop: Collection[str] = ()) -> dict[str, Any]:
+    """Read and validate a results file; refuses other schema versions with a clear message.
+
+    Read in pieces (`harness.results.reading`): memory is the largest record plus what is kept;
+    `drop` names fields left out of every record (`REPORT_DROP` for gate and board)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        obj = read_result_document(p, drop=drop)
+    except OSError as exc:
         raise ResultsSchemaError(f"{p}: cannot read: {exc}") from exc
-    return parse_result(text, str(p))
+    except ResultsReadError as exc:
+        raise ResultsSchemaError(str(exc)) from None
+    return _accepted(obj, str(p))
 
 
 # -- validating --------------------------------------------------------------------------------

@@ -345,3 +345,19 @@ def test_the_board_marks_unequal_pairs_failed_rollouts_and_fewer_turns(
         assert "1 unequal pair" in text and "r004" in text
         assert "1 of 10 rollouts failed" in text
         assert f"rests on {beta.ok_turns} ok turns, fewer than another row" in text
+
+
+def test_the_board_over_records_read_without_their_wire_logs_is_the_whole_reads_board(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gate and board read results files in pieces and drop the wire logs (issue 42.1): the
+    committed board's inputs and certificates render the same board as when read whole."""
+    import harness.report.board as board_module
+
+    root = Path(__file__).resolve().parents[2] / "results"
+    inputs = [root / "board" / "results", root / "certify"]
+    write_board(inputs, tmp_path / "pieces")
+    monkeypatch.setattr(board_module, "REPORT_DROP", ())
+    write_board(inputs, tmp_path / "whole")
+    for name in ("leaderboard.md", "index.html"):
+        assert (tmp_path / "pieces" / name).read_text() == (tmp_path / "whole" / name).read_text()

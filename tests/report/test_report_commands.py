@@ -82,7 +82,10 @@ def test_help_mentions_the_exit_codes_or_outputs(command: str, capsys: Any) -> N
     assert ("Exit codes" in out) if command == "gate" else ("index.html" in out)
 
 
-DEEP_JSON = "[" * 200_000 + "]" * 200_000
+# a results file is read record by record: the deep value sits in one of its records
+DEEP_JSON = (
+    '{"schema": "wsmode-results", "bench": {"samples": [' + "[" * 200_000 + "]" * 200_000 + "]}}"
+)
 
 
 @pytest.mark.parametrize(
