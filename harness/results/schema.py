@@ -37,13 +37,10 @@ from harness.errors import InputError
 from harness.protocol.levels import REQUIREMENT_LEVELS
 from harness.protocol.timing_marks import LEGACY_TTFT_DEFINITION, TTFT_DEFINITION
 from harness.protocol.wire import (
-    DOCUMENT_MAX_DEPTH,
-    WireFormatError,
-    check_nesting,
     loads_document,
 )
 from harness.results.machine import harness_info, machine_info
-from harness.results.reading import ResultsReadError, read_result_document
+from harness.results.reading import ResultsReadError, parse_record, read_result_document
 
 SCHEMA_NAME = "wsmode-results"
 SCHEMA_VERSION = 2
@@ -198,10 +195,6 @@ def dumps_result(result: Mapping[str, Any]) -> str:
         raise ResultsSchemaError(f"result is not JSON-serializable: {exc}") from exc
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ResultsSchemaError(f"{name} is not valid JSON")
-
-
 def read_json_document(text: str) -> Any:
     """A JSON document of unknown origin with its nesting bounded; ValueError when it is not one
     (the one reader of `harness.protocol.wire`, for the packages that may not import it)."""
@@ -211,14 +204,9 @@ def read_json_document(text: str) -> Any:
 def parse_result(text: str, source: str = "<result>") -> dict[str, Any]:
     """Parse and validate a results JSON text; errors name `source`."""
     try:
-        check_nesting(text, DOCUMENT_MAX_DEPTH)  # json.loads would die with RecursionError
-        obj = json.loads(text, parse_constant=_refuse_constant)
-    except WireFormatError as exc:
-        raise ResultsSchemaError(f"{source}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ResultsSchemaError(f"{source}: not JSON: {exc}") from exc
-    except ResultsSchemaError as exc:
-        raise ResultsSchemaError(f"{source}: {exc}") from exc
+        obj = parse_record(text, source)  # the one strict parse of results JSON (reading.py)
+    except ResultsReadError as exc:
+        raise ResultsSchemaError(str(exc)) from None
     return _accepted(obj, source)
 
 
